@@ -1,0 +1,294 @@
+//! The C Binder driver's id allocator, after `drivers/android/dbitmap.h`.
+
+use crate::alloc::Gfp;
+use crate::bitmap::Bitmap;
+use core::fmt;
+
+/// The smallest size of an enabled dbitmap (`NBITS_MIN`, one word).
+pub const NBITS_MIN: usize = Bitmap::MAX_INLINE_LEN;
+
+/// A dynamic bitmap that can be disabled, after the C driver's `struct dbitmap`.
+///
+/// It differs from [`IdPool`](crate::IdPool) in four ways:
+///
+/// - It can be **disabled** (`nbits == 0`): when an allocation for it fails,
+///   the driver frees it and falls back to the slow linear scan for the rest
+///   of the process's life.
+/// - Growth doubles with no upper bound (`nbits << 1` on a 32-bit unsigned);
+///   in practice the allocation fails first and disables the map.
+/// - A shrink commits only when the recomputed target is **exactly** the size
+///   that was prepared.
+/// - [`DBitmap::acquire_next_zero_bit`] finds and sets in one call.
+///
+/// Every allocation is a C `bitmap_zalloc`, which can fail at any size; see
+/// [`DBitmap::zalloc`].
+///
+/// # Invariants
+///
+/// - Disabled if and only if `map` is `None`, and then `nbits() == 0`.
+/// - Enabled: `nbits() >= NBITS_MIN` and no commit ever clears a set bit.
+///
+/// # Examples
+///
+/// ```
+/// use idpool::{DBitmap, Gfp};
+///
+/// let mut dmap = DBitmap::init(Gfp::Kernel);
+/// for expected in 0..64 {
+///     assert_eq!(dmap.acquire_next_zero_bit(0), Ok(expected));
+/// }
+/// assert!(dmap.acquire_next_zero_bit(0).is_err()); // -ENOSPC
+/// let nbits = dmap.grow_nbits();
+/// let new = DBitmap::zalloc(nbits, Gfp::Fail); // the allocation fails...
+/// dmap.grow(new, nbits);
+/// assert!(!dmap.enabled()); // ...so the driver falls back to the slow scan
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DBitmap {
+    map: Option<Bitmap>,
+}
+
+/// `-ENOSPC`: every bit at or above the offset is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoSpace;
+
+impl fmt::Display for NoSpace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no free bit in the dbitmap")
+    }
+}
+
+impl std::error::Error for NoSpace {}
+
+impl DBitmap {
+    /// `dbitmap_init`: an enabled map of [`NBITS_MIN`] bits, or a disabled
+    /// one when the allocation fails.
+    pub fn init(gfp: Gfp) -> Self {
+        DBitmap {
+            map: Self::zalloc(NBITS_MIN, gfp),
+        }
+    }
+
+    /// A disabled map (`nbits == 0`).
+    pub fn disabled() -> Self {
+        DBitmap { map: None }
+    }
+
+    /// `bitmap_zalloc`: a zeroed bitmap, or `None` (a NULL pointer) when the
+    /// allocation fails. Unlike [`Bitmap::new`], even a small map is a heap
+    /// allocation in C, so [`Gfp::Fail`] fails at every size.
+    pub fn zalloc(nbits: usize, gfp: Gfp) -> Option<Bitmap> {
+        match gfp {
+            Gfp::Fail => None,
+            Gfp::Kernel => Bitmap::new(nbits, gfp).ok(),
+        }
+    }
+
+    /// Whether the map is in use (`nbits != 0`).
+    pub fn enabled(&self) -> bool {
+        self.map.is_some()
+    }
+
+    /// The number of bits; 0 when disabled.
+    pub fn nbits(&self) -> usize {
+        self.map.as_ref().map_or(0, Bitmap::len)
+    }
+
+    /// Whether `bit` is set; `false` when disabled or out of range.
+    pub fn test_bit(&self, bit: usize) -> bool {
+        self.map.as_ref().is_some_and(|m| m.test_bit(bit))
+    }
+
+    /// The set bits, in increasing order (none when disabled).
+    pub fn used_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.map.iter().flat_map(Bitmap::iter_ones)
+    }
+
+    /// `dbitmap_free`: disables the map for good.
+    pub fn free(&mut self) {
+        self.map = None;
+    }
+
+    /// `dbitmap_grow_nbits`: twice the current size, computed like the C
+    /// `unsigned int` shift (a bit shifted out of 32 is lost). 0 when disabled.
+    pub fn grow_nbits(&self) -> usize {
+        ((self.nbits() as u32) << 1) as usize
+    }
+
+    /// `dbitmap_shrink_nbits`: the size to shrink to, or 0 for "don't".
+    ///
+    /// - nbits <= 64 (or disabled): 0;
+    /// - no bit set: 64;
+    /// - the last set bit is below nbits / 4: nbits / 2;
+    /// - otherwise 0.
+    pub fn shrink_nbits(&self) -> usize {
+        let Some(map) = &self.map else { return 0 };
+        let nbits = map.len();
+        if nbits <= NBITS_MIN {
+            return 0;
+        }
+        match map.last_bit() {
+            None => NBITS_MIN,
+            Some(bit) if bit < nbits / 4 => nbits / 2,
+            Some(_) => 0,
+        }
+    }
+
+    /// `dbitmap_grow`: commits a grow prepared without the lock.
+    ///
+    /// A failed allocation (`new == None`) disables the map. A map that is
+    /// disabled, or not smaller than `nbits` (someone grew it meanwhile),
+    /// drops `new` and keeps its state.
+    pub fn grow(&mut self, new: Option<Bitmap>, nbits: usize) {
+        let Some(mut new) = new else {
+            self.free();
+            return;
+        };
+        let Some(map) = &self.map else { return };
+        if nbits <= map.len() {
+            return;
+        }
+        new.copy_and_extend(map);
+        // INVARIANT: the new map is longer than the old one, so no bit is lost.
+        self.map = Some(new);
+    }
+
+    /// `dbitmap_shrink`: commits a shrink prepared without the lock, only
+    /// when the recomputed target is exactly `nbits`. A failed allocation
+    /// (`new == None`) changes nothing.
+    pub fn shrink(&mut self, new: Option<Bitmap>, nbits: usize) {
+        let Some(mut new) = new else { return };
+        if self.shrink_nbits() != nbits {
+            return;
+        }
+        let Some(map) = &self.map else { return };
+        new.copy_and_extend(map);
+        // INVARIANT: `shrink_nbits() == nbits` means the last set bit is below
+        // a quarter of the old size, so it fits in the new one.
+        self.map = Some(new);
+    }
+
+    /// `dbitmap_acquire_next_zero_bit`: finds the smallest zero bit at or
+    /// above `offset` and sets it, or fails with [`NoSpace`].
+    ///
+    /// # Panics
+    ///
+    /// When the map is disabled: the C code would dereference NULL. Callers
+    /// check [`DBitmap::enabled`] first.
+    pub fn acquire_next_zero_bit(&mut self, offset: usize) -> Result<usize, NoSpace> {
+        let map = self.map.as_mut().expect("acquire on a disabled dbitmap");
+        let bit = map.next_zero_bit(offset).ok_or(NoSpace)?;
+        map.set_bit(bit);
+        Ok(bit)
+    }
+
+    /// The smallest zero bit at or above `offset`, without setting it.
+    pub fn next_zero_bit(&self, offset: usize) -> Option<usize> {
+        self.map.as_ref()?.next_zero_bit(offset)
+    }
+
+    /// Sets `bit` (ignored when disabled or out of range).
+    pub fn set_bit(&mut self, bit: usize) {
+        if let Some(map) = &mut self.map {
+            map.set_bit(bit);
+        }
+    }
+
+    /// `dbitmap_clear_bit` (ignored when disabled or out of range).
+    pub fn clear_bit(&mut self, bit: usize) {
+        if let Some(map) = &mut self.map {
+            map.clear_bit(bit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dmap_with(nbits: usize, bits: &[usize]) -> DBitmap {
+        let mut map = Bitmap::new(nbits, Gfp::Kernel).unwrap();
+        bits.iter().for_each(|&b| map.set_bit(b));
+        DBitmap { map: Some(map) }
+    }
+
+    #[test]
+    fn init_failure_disables() {
+        assert!(DBitmap::init(Gfp::Kernel).enabled());
+        let d = DBitmap::init(Gfp::Fail);
+        assert!(!d.enabled());
+        assert_eq!((d.nbits(), d.grow_nbits(), d.shrink_nbits()), (0, 0, 0));
+    }
+
+    #[test]
+    fn acquire_sets_at_once_and_reports_enospc() {
+        let mut d = dmap_with(64, &[0]);
+        assert_eq!(d.acquire_next_zero_bit(0), Ok(1));
+        assert!(d.test_bit(1));
+        assert_eq!(d.acquire_next_zero_bit(63), Ok(63));
+        assert_eq!(d.acquire_next_zero_bit(63), Err(NoSpace));
+        assert_eq!(d.acquire_next_zero_bit(64), Err(NoSpace));
+    }
+
+    #[test]
+    fn grow_is_unbounded_and_wraps_like_unsigned_int() {
+        assert_eq!(dmap_with(64, &[]).grow_nbits(), 128);
+        // The C shift has no ceiling: 2^31 << 1 is 0 in 32 bits. (No map
+        // that large can be allocated: this only shows the arithmetic.)
+        assert_eq!(((1u32 << 31) << 1) as usize, 0);
+        assert_eq!(
+            DBitmap::zalloc(1 << 31, Gfp::Kernel),
+            None,
+            "beyond MAX_LEN"
+        );
+    }
+
+    #[test]
+    fn grow_commit_rules() {
+        let mut d = dmap_with(64, &[0, 63]);
+        d.grow(DBitmap::zalloc(128, Gfp::Kernel), 128);
+        assert_eq!(d.nbits(), 128);
+        assert_eq!(d.used_ids().collect::<Vec<_>>(), [0, 63]);
+        let before = d.clone();
+        d.grow(DBitmap::zalloc(128, Gfp::Kernel), 128); // stale: not larger
+        assert_eq!(d, before);
+        d.grow(None, 256); // failed allocation: disabled for good
+        assert!(!d.enabled());
+        d.grow(DBitmap::zalloc(512, Gfp::Kernel), 512);
+        assert!(!d.enabled(), "a disabled map never comes back");
+    }
+
+    #[test]
+    fn shrink_policy_and_exact_size_commit() {
+        assert_eq!(dmap_with(64, &[]).shrink_nbits(), 0);
+        assert_eq!(dmap_with(128, &[]).shrink_nbits(), 64);
+        assert_eq!(dmap_with(128, &[31]).shrink_nbits(), 64);
+        assert_eq!(dmap_with(128, &[32]).shrink_nbits(), 0);
+        assert_eq!(dmap_with(1024, &[255]).shrink_nbits(), 512);
+        assert_eq!(dmap_with(1024, &[256]).shrink_nbits(), 0);
+
+        // Prepared 512, but meanwhile the map emptied: the target is now 64,
+        // not exactly 512, so C refuses (where IdPool would commit).
+        let mut d = dmap_with(1024, &[3]);
+        let nbits = d.shrink_nbits();
+        d.clear_bit(3);
+        let before = d.clone();
+        d.shrink(DBitmap::zalloc(nbits, Gfp::Kernel), nbits);
+        assert_eq!(d, before);
+        // Recomputed target matches: commit, keeping the bits.
+        d.set_bit(7);
+        d.shrink(DBitmap::zalloc(512, Gfp::Kernel), 512);
+        assert_eq!(d.nbits(), 512);
+        assert_eq!(d.used_ids().collect::<Vec<_>>(), [7]);
+        // A failed shrink allocation changes nothing.
+        let before = d.clone();
+        d.shrink(None, 256);
+        assert_eq!(d, before);
+    }
+
+    #[test]
+    fn zalloc_fails_at_every_size_when_told() {
+        assert_eq!(DBitmap::zalloc(64, Gfp::Fail), None);
+        assert_eq!(DBitmap::zalloc(64, Gfp::Kernel).map(|m| m.len()), Some(64));
+    }
+}
