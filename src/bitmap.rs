@@ -151,12 +151,20 @@ impl Bitmap {
         let found = if head != 0 {
             first * BITS_PER_WORD + head.trailing_zeros() as usize
         } else {
-            let (i, w) = words[first + 1..]
+            // Skip runs of words with nothing to find eight at a time: the
+            // `all` over a fixed-size chunk compiles to vector compares.
+            let rest = &words[first + 1..];
+            let skipped = rest
+                .chunks_exact(8)
+                .take_while(|chunk| chunk.iter().all(|&w| view(w) == 0))
+                .count()
+                * 8;
+            let (i, w) = rest[skipped..]
                 .iter()
                 .map(|&w| view(w))
                 .enumerate()
                 .find(|&(_, w)| w != 0)?;
-            (first + 1 + i) * BITS_PER_WORD + w.trailing_zeros() as usize
+            (first + 1 + skipped + i) * BITS_PER_WORD + w.trailing_zeros() as usize
         };
         // A zero found past `len` lies in the padding of the last word.
         (found < self.len).then_some(found)
