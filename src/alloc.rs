@@ -34,46 +34,88 @@ impl fmt::Display for AllocError {
 
 impl std::error::Error for AllocError {}
 
+/// Where the handle table allocates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AllocSite {
+    /// The new reference's memory, before an insert picks its id.
+    Ref,
+    /// A bigger bitmap, when the pool is full.
+    Grow,
+    /// A smaller bitmap, after a release.
+    Shrink,
+}
+
+impl AllocSite {
+    const ALL: [AllocSite; 3] = [AllocSite::Ref, AllocSite::Grow, AllocSite::Shrink];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// "The next `n` allocations fail": a per-instance fault plan.
 ///
-/// Each call to [`Faults::next`] consumes one planned failure, if any, and
-/// returns the flags the allocation must use. It is atomic so that a
-/// [`SharedHandleTable`](crate::SharedHandleTable) can be shared by threads.
+/// Failures are planned for any allocation ([`Faults::fail_next`]) or for
+/// the next ones at one site ([`Faults::fail_next_at`]). Each call to
+/// [`Faults::next`] consumes one planned failure that applies to its site,
+/// site-specific ones first, and returns the flags the allocation must use.
+/// It is atomic so that a [`SharedHandleTable`](crate::SharedHandleTable)
+/// can be shared by threads.
+///
+/// An allocation that needs no memory (a bitmap of at most 64 bits) still
+/// consumes the failure planned for it, and succeeds.
 ///
 /// # Examples
 ///
 /// ```
-/// use idpool::{Faults, Gfp};
+/// use idpool::{AllocSite, Faults, Gfp};
 ///
 /// let faults = Faults::default();
-/// faults.fail_next(2);
-/// assert_eq!(faults.next(), Gfp::Fail);
-/// assert_eq!(faults.next(), Gfp::Fail);
-/// assert_eq!(faults.next(), Gfp::Kernel);
+/// faults.fail_next(1);
+/// faults.fail_next_at(AllocSite::Grow, 1);
+/// assert_eq!(faults.next(AllocSite::Ref), Gfp::Fail);
+/// assert_eq!(faults.next(AllocSite::Ref), Gfp::Kernel);
+/// assert_eq!(faults.next(AllocSite::Grow), Gfp::Fail);
+/// assert_eq!(faults.next(AllocSite::Grow), Gfp::Kernel);
 /// ```
 #[derive(Debug, Default)]
 pub struct Faults {
-    pending: AtomicU32,
+    any: AtomicU32,
+    at: [AtomicU32; AllocSite::ALL.len()],
 }
 
 impl Faults {
-    /// Makes the next `n` allocations fail (in addition to those already planned).
+    /// Makes the next `n` allocations fail, wherever they are (in addition to
+    /// those already planned).
     pub fn fail_next(&self, n: u32) {
-        self.pending.fetch_add(n, Ordering::SeqCst);
+        self.any.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Makes the next `n` allocations at `site` fail.
+    pub fn fail_next_at(&self, site: AllocSite, n: u32) {
+        self.at[site.index()].fetch_add(n, Ordering::SeqCst);
     }
 
     /// How many planned failures have not happened yet.
     pub fn pending(&self) -> u32 {
-        self.pending.load(Ordering::SeqCst)
+        self.any.load(Ordering::SeqCst)
+            + self
+                .at
+                .iter()
+                .map(|a| a.load(Ordering::SeqCst))
+                .sum::<u32>()
     }
 
-    /// The flags for the next allocation, consuming one planned failure.
+    /// The flags for the next allocation at `site`, consuming one planned
+    /// failure if one applies.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&self) -> Gfp {
-        let took = self
-            .pending
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        if took.is_ok() {
+    pub fn next(&self, site: AllocSite) -> Gfp {
+        let take = |counter: &AtomicU32| {
+            counter
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        };
+        if take(&self.at[site.index()]) || take(&self.any) {
             Gfp::Fail
         } else {
             Gfp::Kernel

@@ -58,7 +58,7 @@ impl Bitmap {
     ///
     /// Up to [`Bitmap::MAX_INLINE_LEN`] bits this cannot fail, whatever the
     /// flags. Above, it allocates and fails with [`AllocError`] when `gfp` is
-    /// [`Gfp::Fail`], when `len > MAX_LEN`, or when the allocator says no.
+    /// [`Gfp::Fail`] or when `len > MAX_LEN`.
     pub fn new(len: usize, gfp: Gfp) -> Result<Self, AllocError> {
         if len <= Self::MAX_INLINE_LEN {
             return Ok(Bitmap {
@@ -70,12 +70,14 @@ impl Bitmap {
             return Err(AllocError);
         }
         let n = len.div_ceil(BITS_PER_WORD);
-        let mut words = Vec::new();
-        words.try_reserve_exact(n).map_err(|_| AllocError)?;
-        words.resize(n, 0);
+        // `vec!` of zeroes asks the allocator for zeroed memory, which the
+        // system hands out lazily: a 2^30-bit map costs nothing until used.
+        // (Unlike the kernel, a real out-of-memory aborts instead of
+        // returning `AllocError`; injected failures are what tests use.)
+        let words = vec![0u64; n].into_boxed_slice();
         // INVARIANT: freshly zeroed, so the bits beyond `len` are zero.
         Ok(Bitmap {
-            words: Words::Heap(words.into_boxed_slice()),
+            words: Words::Heap(words),
             len,
         })
     }

@@ -32,7 +32,8 @@
 //!   in any order it chooses.
 //!
 //! Allocation failure is injectable everywhere through [`Gfp::Fail`] and the
-//! per-instance [`Faults`] counter; there is no global state.
+//! per-instance [`Faults`] plan (any allocation, or one [`AllocSite`]);
+//! there is no global state.
 //!
 //! The crate knows nothing about fuzzing. Deliberate differences from the
 //! kernel are stated where they occur: out-of-range bit indexes are ignored
@@ -47,7 +48,7 @@ mod dbitmap;
 mod id_pool;
 mod table;
 
-pub use alloc::{AllocError, Faults, Gfp};
+pub use alloc::{AllocError, AllocSite, Faults, Gfp};
 pub use bitmap::Bitmap;
 pub use dbitmap::{DBitmap, NoSpace, NBITS_MIN};
 pub use id_pool::{IdPool, PoolResizer, ReallocRequest, UnusedId, MIN_CAPACITY};

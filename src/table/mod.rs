@@ -243,7 +243,10 @@ fn drive<F: Flavour>(
     loop {
         match op.next() {
             Next::Locked => locked(&mut op),
-            Next::Unlocked => op.step_unlocked(faults.next()),
+            Next::Unlocked => {
+                let site = op.alloc_site().expect("an unlocked step allocates");
+                op.step_unlocked(faults.next(site));
+            }
             Next::Done(outcome) => return outcome,
         }
     }
@@ -292,7 +295,7 @@ impl<F: Flavour> HandleTable<F> {
     }
 
     /// The fault plan: `faults().fail_next(n)` makes the next `n`
-    /// allocations of this table fail.
+    /// allocations of this table fail; `fail_next_at` picks a site.
     pub fn faults(&self) -> &Faults {
         &self.faults
     }

@@ -1,7 +1,7 @@
 //! Binder's handle operations as explicit step machines.
 
 use super::{Error, Flavour, NodeId, NodeRefs, RefInfo};
-use crate::alloc::Gfp;
+use crate::alloc::{AllocSite, Gfp};
 
 /// A handle-table operation, as a caller asks for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,6 +113,16 @@ impl<F: Flavour> Operation<F> {
             }
             State::AllocRef | State::GrowAlloc(_) | State::ShrinkAlloc(_) => Next::Unlocked,
             State::Done(outcome) => Next::Done(*outcome),
+        }
+    }
+
+    /// Where the next step allocates, if it is an unlocked step.
+    pub fn alloc_site(&self) -> Option<AllocSite> {
+        match &self.state {
+            State::AllocRef => Some(AllocSite::Ref),
+            State::GrowAlloc(_) => Some(AllocSite::Grow),
+            State::ShrinkAlloc(_) => Some(AllocSite::Shrink),
+            _ => None,
         }
     }
 
