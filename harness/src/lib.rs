@@ -1,0 +1,148 @@
+//! The differential harness shared by every fuzz engine, the triage tool and
+//! the tests.
+//!
+//! Bytes become a list of operations (through [`arbitrary`]); the runners
+//! apply each operation to the allocator and to a naive model, and panic at
+//! the first divergence or broken invariant with the step, the operation,
+//! what was expected and what happened. The models never call the
+//! allocator: they are a `BTreeSet`/`BTreeMap` of live ids, the plain gap
+//! scan, and SPEC.md's capacity formulas ([`oracle`]).
+//!
+//! One function per fuzz target: [`pool_ops`], [`dbitmap_ops`],
+//! [`handle_table`]. A fuzz target calls one of them and does nothing else.
+
+pub mod check;
+pub mod domain;
+pub mod oracle;
+pub mod pool;
+pub mod seeds;
+pub mod table;
+
+use arbitrary::{Arbitrary, Unstructured};
+
+/// The most operations one input runs.
+pub const MAX_OPS: usize = 64;
+
+/// How often the interesting paths were taken in a run. The smoke test
+/// asserts that random inputs reach all of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Events {
+    /// A grow raised the capacity.
+    pub grow_committed: u32,
+    /// A grow commit found the pool already as large (stale resizer).
+    pub stale_grow_ignored: u32,
+    /// A grow request was refused at the 2^30 ceiling.
+    pub grow_at_ceiling: u32,
+    /// A shrink lowered the capacity.
+    pub shrink_committed: u32,
+    /// A shrink commit re-validated and refused.
+    pub shrink_refused: u32,
+    /// A stale shrink raised the capacity (the kernel's quirk).
+    pub shrink_raised_capacity: u32,
+    /// An injected allocation failure took effect.
+    pub alloc_failed: u32,
+    /// An acquire found the pool full.
+    pub pool_full: u32,
+    /// A dbitmap was disabled.
+    pub disabled: u32,
+    /// A disabled dbitmap's table found an id with the linear scan.
+    pub scan_fallback: u32,
+    /// A dead process refused an insert.
+    pub dead_refused: u32,
+    /// A step ran with a capacity of 4096 ids or more.
+    pub deep: u32,
+}
+
+impl Events {
+    /// Every counter with its name.
+    pub fn counts(&self) -> [(&'static str, u32); 12] {
+        let Events {
+            grow_committed,
+            stale_grow_ignored,
+            grow_at_ceiling,
+            shrink_committed,
+            shrink_refused,
+            shrink_raised_capacity,
+            alloc_failed,
+            pool_full,
+            disabled,
+            scan_fallback,
+            dead_refused,
+            deep,
+        } = *self;
+        [
+            ("grow_committed", grow_committed),
+            ("stale_grow_ignored", stale_grow_ignored),
+            ("grow_at_ceiling", grow_at_ceiling),
+            ("shrink_committed", shrink_committed),
+            ("shrink_refused", shrink_refused),
+            ("shrink_raised_capacity", shrink_raised_capacity),
+            ("alloc_failed", alloc_failed),
+            ("pool_full", pool_full),
+            ("disabled", disabled),
+            ("scan_fallback", scan_fallback),
+            ("dead_refused", dead_refused),
+            ("deep", deep),
+        ]
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: Events) {
+        let e = self;
+        let o = other;
+        e.grow_committed += o.grow_committed;
+        e.stale_grow_ignored += o.stale_grow_ignored;
+        e.grow_at_ceiling += o.grow_at_ceiling;
+        e.shrink_committed += o.shrink_committed;
+        e.shrink_refused += o.shrink_refused;
+        e.shrink_raised_capacity += o.shrink_raised_capacity;
+        e.alloc_failed += o.alloc_failed;
+        e.pool_full += o.pool_full;
+        e.disabled += o.disabled;
+        e.scan_fallback += o.scan_fallback;
+        e.dead_refused += o.dead_refused;
+        e.deep += o.deep;
+    }
+}
+
+/// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a
+/// whole operation are ignored.
+pub fn decode<'a, Op: Arbitrary<'a>>(data: &'a [u8]) -> Vec<Op> {
+    let mut u = Unstructured::new(data);
+    let mut ops = Vec::new();
+    while ops.len() < MAX_OPS && !u.is_empty() {
+        match Op::arbitrary(&mut u) {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    ops
+}
+
+/// The fuzz targets, by name.
+pub const TARGETS: [&str; 3] = ["pool_ops", "dbitmap_ops", "handle_table"];
+
+/// Runs target `name` on `data`; `None` for an unknown target.
+pub fn run_target(name: &str, data: &[u8]) -> Option<Events> {
+    Some(match name {
+        "pool_ops" => pool_ops(data),
+        "dbitmap_ops" => dbitmap_ops(data),
+        "handle_table" => handle_table(data),
+        _ => return None,
+    })
+}
+
+/// Target `pool_ops`: the Rust `IdPool` against the model.
+pub fn pool_ops(data: &[u8]) -> Events {
+    pool::run::<idpool::IdPool>(oracle::Policy::Rust, &decode(data))
+}
+
+/// Target `dbitmap_ops`: the C `dbitmap` against the model.
+pub fn dbitmap_ops(data: &[u8]) -> Events {
+    pool::run::<idpool::DBitmap>(oracle::Policy::C, &decode(data))
+}
+
+/// Target `handle_table`: the three table flavours side by side.
+pub fn handle_table(data: &[u8]) -> Events {
+    table::run(&decode(data))
+}
