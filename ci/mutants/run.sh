@@ -72,8 +72,8 @@ for patch in "${patches[@]}"; do
         end=$(date +%s.%N)
         if [ -n "$(ls -A "$artifacts")" ]; then
             seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
-            said=$(grep -m1 -E "^(pool_ops|dbitmap_ops|handle_table): step|panicked" "$log" \
-                | cut -c1-140 | sed 's/|/\\|/g')
+            said=$(grep -m1 -E "^(pool_ops|dbitmap_ops|handle_table|concurrent_resize): " "$log" \
+                | cut -c1-160 | sed 's/|/\\|/g')
             caught="| $name | $target | $seconds | $said |"
             echo "   caught by $target in ${seconds}s: $said" >&2
             break

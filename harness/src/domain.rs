@@ -155,26 +155,3 @@ impl fmt::Debug for Ceiling {
         write!(f, "{}", self.0)
     }
 }
-
-/// One of the four pending-resize slots.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Slot(pub u8);
-
-/// The number of pending-resize slots.
-pub const SLOTS: usize = 4;
-
-impl<'a> Arbitrary<'a> for Slot {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Slot(u.int_in_range(0..=SLOTS as u8 - 1)?))
-    }
-
-    fn size_hint(_: usize) -> (usize, Option<usize>) {
-        (1, Some(1))
-    }
-}
-
-impl fmt::Debug for Slot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}

@@ -9,12 +9,14 @@
 //! scan, and SPEC.md's capacity formulas ([`oracle`]).
 //!
 //! One function per fuzz target: [`pool_ops`], [`dbitmap_ops`],
-//! [`handle_table`]. A fuzz target calls one of them and does nothing else.
+//! [`handle_table`], [`concurrent_resize`]. A fuzz target calls one of them
+//! and does nothing else.
 
 pub mod check;
 pub mod domain;
 pub mod oracle;
 pub mod pool;
+pub mod sched;
 pub mod seeds;
 pub mod table;
 
@@ -51,11 +53,14 @@ pub struct Events {
     pub dead_refused: u32,
     /// A step ran with a capacity of 4096 ids or more.
     pub deep: u32,
+    /// A critical section ran while another thread's operation was between
+    /// two of its steps (concurrent target only).
+    pub interleaved: u32,
 }
 
 impl Events {
     /// Every counter with its name.
-    pub fn counts(&self) -> [(&'static str, u32); 12] {
+    pub fn counts(&self) -> [(&'static str, u32); 13] {
         let Events {
             grow_committed,
             stale_grow_ignored,
@@ -69,6 +74,7 @@ impl Events {
             scan_fallback,
             dead_refused,
             deep,
+            interleaved,
         } = *self;
         [
             ("grow_committed", grow_committed),
@@ -83,6 +89,7 @@ impl Events {
             ("scan_fallback", scan_fallback),
             ("dead_refused", dead_refused),
             ("deep", deep),
+            ("interleaved", interleaved),
         ]
     }
 
@@ -102,6 +109,7 @@ impl Events {
         e.scan_fallback += o.scan_fallback;
         e.dead_refused += o.dead_refused;
         e.deep += o.deep;
+        e.interleaved += o.interleaved;
     }
 }
 
@@ -120,7 +128,12 @@ pub fn decode<'a, Op: Arbitrary<'a>>(data: &'a [u8]) -> Vec<Op> {
 }
 
 /// The fuzz targets, by name.
-pub const TARGETS: [&str; 3] = ["pool_ops", "dbitmap_ops", "handle_table"];
+pub const TARGETS: [&str; 4] = [
+    "pool_ops",
+    "dbitmap_ops",
+    "handle_table",
+    "concurrent_resize",
+];
 
 /// Runs target `name` on `data`; `None` for an unknown target.
 pub fn run_target(name: &str, data: &[u8]) -> Option<Events> {
@@ -128,6 +141,7 @@ pub fn run_target(name: &str, data: &[u8]) -> Option<Events> {
         "pool_ops" => pool_ops(data),
         "dbitmap_ops" => dbitmap_ops(data),
         "handle_table" => handle_table(data),
+        "concurrent_resize" => concurrent_resize(data),
         _ => return None,
     })
 }
@@ -145,4 +159,17 @@ pub fn dbitmap_ops(data: &[u8]) -> Events {
 /// Target `handle_table`: the three table flavours side by side.
 pub fn handle_table(data: &[u8]) -> Events {
     table::run(&decode(data))
+}
+
+/// Target `concurrent_resize`: 2 to 4 simulated threads whose steps are
+/// interleaved as the bytes say (see [`sched`]).
+pub fn concurrent_resize(data: &[u8]) -> Events {
+    let out = sched::concurrent_resize(data);
+    Events {
+        grow_committed: out.grows,
+        shrink_committed: out.shrinks,
+        alloc_failed: out.failed_allocs,
+        interleaved: out.interleaved,
+        ..Events::default()
+    }
 }

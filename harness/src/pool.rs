@@ -1,13 +1,13 @@
 //! Pool-level differential testing: `IdPool` and `DBitmap` against a model.
 //!
-//! Resizes are split the way the kernel splits them: a *request* made under
-//! the lock is parked in one of [`SLOTS`] pending slots, *reallocated*
-//! later (possibly with an injected failure), and *committed* later still.
-//! Any operation may run in between, so a single thread reaches every state
-//! that another thread could create while the lock is dropped.
+//! Resizes are split the way the kernel splits them: a resize is *requested*
+//! and *allocated* (possibly with an injected failure) by
+//! [`PoolOp::Prepare`], and *committed* later by [`PoolOp::Commit`]. Any
+//! operation may run in between, so a single thread reaches every state that
+//! another thread could create while the lock is dropped.
 
 use crate::check::At;
-use crate::domain::{Capacity, Ceiling, Count, Point, Slot, SLOTS};
+use crate::domain::{Capacity, Ceiling, Count, Point};
 use crate::oracle::{self, Policy, MAX_LEN, MIN};
 use crate::Events;
 use arbitrary::Arbitrary;
@@ -23,19 +23,19 @@ pub enum PoolOp {
     FindThenDrop(Point),
     /// Release an id, live or not, in range or not.
     Release(Point),
-    /// Park a grow request in a slot (replacing what was there).
-    RequestGrow(Slot),
-    /// Park a shrink request in a slot, or empty the slot when there is none.
-    RequestShrink(Slot),
-    /// Allocate the slot's request, or fail the allocation.
-    Realloc {
-        /// The slot.
-        slot: Slot,
+    /// Request a resize under the lock and allocate it (or fail to): the
+    /// resizer waits in the pending list, oldest first, at most
+    /// [`MAX_PENDING`] (a new one pushes the oldest out). Allocation touches
+    /// nothing shared, so when it happens between request and commit does
+    /// not matter; only the commit's timing does.
+    Prepare {
+        /// Grow or shrink.
+        kind: Resize,
         /// Whether the allocation fails.
         fail: bool,
     },
-    /// Commit the slot's allocated resizer (grow or shrink, as requested).
-    Commit(Slot),
+    /// Commit the k-th pending resizer (k modulo how many are pending).
+    Commit(u8),
     /// Acquire `count` ids from the offset up, growing whenever full.
     AcquireMany {
         /// Where the search starts.
@@ -61,7 +61,7 @@ pub enum PoolOp {
 }
 
 /// Grow or shrink.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Resize {
     /// A grow request.
     Grow,
@@ -233,13 +233,16 @@ impl PoolApi for DBitmap {
     }
 }
 
-/// A model slot: what was requested, and whether its allocation succeeded.
+/// The most resizers pending at once.
+pub const MAX_PENDING: usize = 4;
+
+/// A pending resizer as the model sees it: its kind, its length, and
+/// whether its allocation succeeded (`false`: a C resizer holding NULL).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ModelSlot {
-    Empty,
-    Requested(Resize, usize),
-    /// `ok == false`: a C resizer holding NULL.
-    Allocated(Resize, usize, bool),
+struct ModelPending {
+    kind: Resize,
+    len: usize,
+    ok: bool,
 }
 
 /// The naive oracle: a set of live ids and a capacity computed from
@@ -250,7 +253,7 @@ pub struct PoolModel {
     live: BTreeSet<usize>,
     /// 0 when a C map is disabled.
     cap: usize,
-    slots: [ModelSlot; SLOTS],
+    pending: Vec<ModelPending>,
     /// What happened so far, for the smoke test.
     pub events: Events,
 }
@@ -262,7 +265,7 @@ impl PoolModel {
             policy,
             live: BTreeSet::new(),
             cap: MIN,
-            slots: [ModelSlot::Empty; SLOTS],
+            pending: Vec::new(),
             events: Events::default(),
         }
     }
@@ -375,7 +378,7 @@ impl PoolModel {
 /// every observable after every step. Panics at the first divergence.
 pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
     let mut pool = P::reset(0).expect("a 64-id pool needs no memory");
-    let mut slots: [Pending<P>; SLOTS] = std::array::from_fn(|_| Pending::Empty);
+    let mut pending: Vec<(Resize, P::Resizer)> = Vec::new();
     let mut model = PoolModel::new(policy);
     for (step, op) in ops.iter().enumerate() {
         let at = At {
@@ -383,7 +386,7 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             step,
             op,
         };
-        let full_check = apply(&at, &mut pool, &mut slots, &mut model);
+        let full_check = apply(&at, &mut pool, &mut pending, &mut model);
         at.eq("capacity", model.cap, pool.capacity());
         if model.cap >= 4096 {
             model.events.deep += 1;
@@ -425,19 +428,13 @@ fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) {
     }
 }
 
-enum Pending<P: PoolApi> {
-    Empty,
-    Requested(P::Request),
-    Allocated(P::Resizer),
-}
-
 /// Applies one op to both sides and checks its direct result. Returns
 /// whether the op may have touched many bits (so the caller compares the
 /// whole used set).
 fn apply<P: PoolApi>(
     at: &At<'_, PoolOp>,
     pool: &mut P,
-    slots: &mut [Pending<P>; SLOTS],
+    pending: &mut Vec<(Resize, P::Resizer)>,
     model: &mut PoolModel,
 ) -> bool {
     match *at.op {
@@ -464,11 +461,7 @@ fn apply<P: PoolApi>(
             pool.release(id);
             false
         }
-        PoolOp::RequestGrow(Slot(s)) | PoolOp::RequestShrink(Slot(s)) => {
-            let kind = match at.op {
-                PoolOp::RequestGrow(_) => Resize::Grow,
-                _ => Resize::Shrink,
-            };
+        PoolOp::Prepare { kind, fail } => {
             let expected = match kind {
                 Resize::Grow => model.grow_target(),
                 Resize::Shrink => model.shrink_target(),
@@ -482,58 +475,34 @@ fn apply<P: PoolApi>(
                 expected,
                 request.as_ref().map(P::request_len),
             );
-            let s = s as usize;
-            (model.slots[s], slots[s]) = match request {
-                Some(r) => (
-                    ModelSlot::Requested(kind, P::request_len(&r)),
-                    Pending::Requested(r),
-                ),
-                None => (ModelSlot::Empty, Pending::Empty),
-            };
-            false
-        }
-        PoolOp::Realloc {
-            slot: Slot(s),
-            fail,
-        } => {
-            let s = s as usize;
-            let ModelSlot::Requested(kind, len) = model.slots[s] else {
+            let (Some(len), Some(request)) = (expected, request) else {
                 return false;
-            };
-            let Pending::Requested(request) = std::mem::replace(&mut slots[s], Pending::Empty)
-            else {
-                at.fail("the harness's slot disagrees with the model's");
             };
             let ok = model.alloc_ok(len, fail);
             if !ok {
                 model.events.alloc_failed += 1;
             }
-            let gfp = if fail { Gfp::Fail } else { Gfp::Kernel };
-            let resizer = P::realloc(&request, gfp);
-            model.slots[s] = match (model.policy, ok) {
-                (Policy::Rust, false) => ModelSlot::Empty,
-                _ => ModelSlot::Allocated(kind, len, ok),
-            };
-            at.eq(
-                "allocation kept for commit",
-                model.slots[s] != ModelSlot::Empty,
-                resizer.is_some(),
-            );
-            if let Some(r) = resizer {
-                slots[s] = Pending::Allocated(r);
+            let resizer = P::realloc(&request, if fail { Gfp::Fail } else { Gfp::Kernel });
+            // Rust drops a failed allocation on the spot; C commits NULL.
+            let kept = ok || model.policy == Policy::C;
+            at.eq("allocation kept for commit", kept, resizer.is_some());
+            if let Some(resizer) = resizer {
+                if pending.len() == MAX_PENDING {
+                    pending.remove(0);
+                    model.pending.remove(0);
+                }
+                pending.push((kind, resizer));
+                model.pending.push(ModelPending { kind, len, ok });
             }
             false
         }
-        PoolOp::Commit(Slot(s)) => {
-            let s = s as usize;
-            let ModelSlot::Allocated(kind, len, ok) = model.slots[s] else {
+        PoolOp::Commit(k) => {
+            if model.pending.is_empty() {
                 return false;
-            };
-            let Pending::Allocated(resizer) = std::mem::replace(&mut slots[s], Pending::Empty)
-            else {
-                at.fail("the harness's slot disagrees with the model's");
-            };
-            model.slots[s] = ModelSlot::Empty;
+            }
+            let k = k as usize % model.pending.len();
+            let ModelPending { kind, len, ok } = model.pending.remove(k);
+            let (_, resizer) = pending.remove(k);
             model.commit(kind, len, ok);
             pool.commit(kind, resizer);
             true

@@ -6,7 +6,9 @@ use idpool_harness::{run_target, TARGETS};
 use std::path::{Path, PathBuf};
 
 fn corpus_dir(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus").join(target)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../corpus")
+        .join(target)
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -43,7 +45,12 @@ fn replay(target: &str) {
                 })
         };
         let (first, second) = (run(), run());
-        assert_eq!(first, second, "{target}: {} is not deterministic", path.display());
+        assert_eq!(
+            first,
+            second,
+            "{target}: {} is not deterministic",
+            path.display()
+        );
     }
     eprintln!("{target}: replayed {} corpus files twice", files.len());
 }

@@ -54,3 +54,12 @@ fn handle_table_reaches_the_interesting_paths() {
     assert!(e.scan_fallback > 0, "{e:?}");
     assert!(e.dead_refused > 0, "{e:?}");
 }
+
+#[test]
+fn concurrent_resize_interleaves_resizes() {
+    let e = run_many(3000, |d| idpool_harness::concurrent_resize(d));
+    assert!(e.grow_committed > 0, "{e:?}");
+    assert!(e.shrink_committed > 0, "{e:?}");
+    assert!(e.alloc_failed > 0, "{e:?}");
+    assert!(e.interleaved > 0, "{e:?}");
+}

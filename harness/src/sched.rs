@@ -1,0 +1,481 @@
+//! A simulated multi-thread scheduler that injects concurrent resizes into
+//! the windows where Binder drops its lock.
+//!
+//! # Why step granularity is enough
+//!
+//! Every handle-table operation is an [`Operation`] step machine whose steps
+//! are either one critical section (run with the table's mutex held) or one
+//! allocation (run with the lock dropped, touching no shared state). The
+//! mutex serialises critical sections, and an unlocked step neither reads
+//! nor writes what other threads can see. So every real execution of the
+//! protocol, on any number of cores, is equivalent to some sequence of whole
+//! steps of the threads involved: the only thing a real scheduler decides
+//! is *which thread's next step runs next*, plus whether each allocation
+//! succeeds. That is what this scheduler reads from the fuzz input, and all
+//! it decides. It re-implements no part of the protocol: it calls
+//! [`Operation::step_locked`] and [`Operation::step_unlocked`], the very
+//! functions `SharedHandleTable` runs on real threads.
+//!
+//! # Input
+//!
+//! The bytes decode to a [`Program`] (a prefill size and 2 to 4 threads with
+//! a few table operations each), then the rest is the schedule: each
+//! scheduling decision takes one byte, `byte % runnable threads` chooses
+//! the thread, and for an allocation step a byte of `0xf0` or more fails
+//! the allocation. When the bytes run out, the lowest runnable thread runs
+//! and nothing fails. No RNG is involved: the same input is the same
+//! execution, and libFuzzer's minimiser shrinks program and schedule
+//! together.
+//!
+//! # Oracle
+//!
+//! An operation takes effect at one critical section (its linearisation
+//! point): an insert at the section that finishes it, an increment or a
+//! decrement at its first. There the naive model applies it and the result
+//! is compared: a new handle must be the smallest free id at or above its
+//! start *at that moment*, and an insert of a node already present must
+//! return that node's handle. After every critical section (every lock
+//! release) the table's invariants are checked and `by_handle` must equal
+//! the model's. A thread whose operation takes more than [`STEP_BOUND`]
+//! steps is reported as a livelock. Every failure prints the schedule so
+//! far, which replays exactly.
+
+use arbitrary::{Arbitrary, Unstructured};
+use core::fmt;
+use idpool::{DBitmap, Error, Flavour, Gfp, IdPool, Next, NodeId, NodeRefs, Operation, Request};
+use std::collections::BTreeMap;
+
+/// Nodes the threads share: few, so that two threads insert the same one.
+pub const SHARED_NODES: u64 = 6;
+/// Prefilled handles refer to nodes from here on, apart from the threads'.
+const PREFILL_NODES: NodeId = 1 << 40;
+/// The most steps one operation may take before it counts as a livelock.
+pub const STEP_BOUND: usize = 256;
+/// A schedule byte at or above this fails the allocation it schedules.
+pub const FAIL_BYTE: u8 = 0xf0;
+
+/// One operation of a simulated thread.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThreadOp {
+    /// Insert a reference to a shared node.
+    Insert {
+        /// The node (among [`SHARED_NODES`]).
+        #[arbitrary(with = |u: &mut Unstructured| u.int_in_range(0..=SHARED_NODES - 1))]
+        node: NodeId,
+        /// Whether the caller is the context manager.
+        manager: bool,
+    },
+    /// Drop one reference this thread holds (the k-th, modulo how many).
+    Release(u8),
+    /// Drop the reference of a prefilled handle (the k-th, modulo how many),
+    /// which may well be its last: the release that shrinks.
+    ReleasePrefill(u8),
+    /// Take one more reference on a handle this thread holds.
+    Increment(u8),
+}
+
+/// The flavour under test.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pool {
+    /// The Rust driver's `IdPool`.
+    IdPool,
+    /// The C driver's `dbitmap`.
+    DBitmap,
+}
+
+/// What the simulated threads run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// The flavour.
+    pub pool: Pool,
+    /// Handles `1..=prefill` are inserted before the threads start, so that
+    /// the pool starts near a resize boundary.
+    pub prefill: u32,
+    /// Each thread's operations, in program order.
+    pub threads: Vec<Vec<ThreadOp>>,
+}
+
+impl<'a> Arbitrary<'a> for Program {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let pool = Pool::arbitrary(u)?;
+        let prefill = match u.int_in_range(0u8..=15)? {
+            0..=9 => [0, 15, 16, 31, 32, 33, 62, 63, 126, 127][u.int_in_range(0..=9)?],
+            _ => u.int_in_range(0..=300)?,
+        };
+        let n = u.int_in_range(2..=4)?;
+        let threads = (0..n)
+            .map(|_| {
+                let len = u.int_in_range(1..=6)?;
+                (0..len).map(|_| ThreadOp::arbitrary(u)).collect()
+            })
+            .collect::<arbitrary::Result<_>>()?;
+        Ok(Program {
+            pool,
+            prefill,
+            threads,
+        })
+    }
+}
+
+/// One scheduling decision, as it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Step {
+    /// The thread that ran.
+    pub thread: usize,
+    /// The phase of its operation that ran (see [`Operation::phase`]).
+    pub phase: &'static str,
+    /// Whether the step was an allocation that was made to fail.
+    pub failed: bool,
+}
+
+/// A schedule: the steps in the order they ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Schedule(pub Vec<Step>);
+
+impl fmt::Display for Schedule {
+    /// `t0:start t1:start t0:alloc-ref t1:alloc-ref! ...` (`!` marks a
+    /// failed allocation).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, s) in self.0.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            let bang = if s.failed { "!" } else { "" };
+            write!(f, "{sep}t{}:{}{bang}", s.thread, s.phase)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the scheduling decisions come from.
+pub trait Chooser {
+    /// Which of the `runnable` threads (given in increasing order) runs
+    /// next, and whether its step, if an allocation, fails.
+    fn choose(&mut self, runnable: &[usize]) -> (usize, bool);
+}
+
+/// Decisions read from fuzz bytes, as the module docs describe.
+pub struct ByteChooser<'a>(pub Unstructured<'a>);
+
+impl Chooser for ByteChooser<'_> {
+    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
+        if self.0.is_empty() {
+            return (runnable[0], false);
+        }
+        let b = u8::arbitrary(&mut self.0).unwrap_or(0);
+        (runnable[b as usize % runnable.len()], b >= FAIL_BYTE)
+    }
+}
+
+/// Decisions replayed from a recorded [`Schedule`]; once it is exhausted,
+/// the lowest runnable thread runs and nothing fails.
+pub struct Replay<'a>(pub std::slice::Iter<'a, Step>);
+
+impl Chooser for Replay<'_> {
+    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
+        match self.0.next() {
+            Some(s) if runnable.contains(&s.thread) => (s.thread, s.failed),
+            _ => (runnable[0], false),
+        }
+    }
+}
+
+/// The naive model: the handle map and nothing else.
+#[derive(Default)]
+struct Model {
+    handles: BTreeMap<u32, (NodeId, u32)>,
+    nodes: BTreeMap<NodeId, u32>,
+}
+
+impl Model {
+    fn smallest_free(&self, start: u32) -> u32 {
+        (start..).find(|id| !self.handles.contains_key(id)).unwrap()
+    }
+}
+
+struct Thread<F: Flavour> {
+    ops: std::vec::IntoIter<ThreadOp>,
+    current: Option<Running<F>>,
+    held: Vec<u32>,
+    finished: bool,
+}
+
+struct Running<F: Flavour> {
+    op: Operation<F>,
+    what: ThreadOp,
+    steps: usize,
+    /// Set at the linearisation point of an increment or decrement.
+    expected: Option<Result<u32, Error>>,
+    /// Whether an allocation of this operation was made to fail.
+    alloc_failed: bool,
+}
+
+/// How a run went, for the smoke test and the triage tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The steps that ran.
+    pub schedule: Schedule,
+    /// Grows that raised the capacity.
+    pub grows: u32,
+    /// Shrinks that lowered it.
+    pub shrinks: u32,
+    /// Times a thread's lock was dropped while another thread's operation
+    /// was between two of its steps: the windows this scheduler is for.
+    pub interleaved: u32,
+    /// Operations that ended with an injected allocation failure.
+    pub failed_allocs: u32,
+}
+
+/// Runs `program` under the decisions of `chooser`. Panics at the first
+/// divergence, broken invariant or livelock, printing the schedule so far.
+pub fn run(program: &Program, chooser: &mut dyn Chooser) -> Outcome {
+    match program.pool {
+        Pool::IdPool => run_flavour::<IdPool>(program, chooser),
+        Pool::DBitmap => run_flavour::<DBitmap>(program, chooser),
+    }
+}
+
+fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outcome {
+    let mut refs = NodeRefs::<F>::new();
+    let mut model = Model::default();
+    let mut prefilled = Vec::new();
+    for i in 0..program.prefill {
+        let node = PREFILL_NODES + i as u64;
+        let handle = run_alone(
+            &mut refs,
+            Request::Insert {
+                node,
+                is_manager: false,
+            },
+        )
+        .expect("prefill succeeds");
+        model.handles.insert(handle, (node, 1));
+        model.nodes.insert(node, handle);
+        prefilled.push(handle);
+    }
+    let mut threads: Vec<Thread<F>> = program
+        .threads
+        .iter()
+        .map(|ops| Thread {
+            ops: ops.clone().into_iter(),
+            current: None,
+            held: Vec::new(),
+            finished: false,
+        })
+        .collect();
+    let mut out = Outcome::default();
+    let fail = |out: &Outcome, what: fmt::Arguments<'_>| -> ! {
+        panic!(
+            "concurrent_resize: step {} of {program:?}: {what}\nschedule: {}",
+            out.schedule.0.len(),
+            out.schedule
+        )
+    };
+
+    loop {
+        // Start the next operation of every idle thread.
+        for t in threads
+            .iter_mut()
+            .filter(|t| t.current.is_none() && !t.finished)
+        {
+            match t.ops.next() {
+                Some(what) => {
+                    let request = match what {
+                        ThreadOp::Insert { node, manager } => Request::Insert {
+                            node,
+                            is_manager: manager,
+                        },
+                        ThreadOp::Release(k) | ThreadOp::Increment(k) if t.held.is_empty() => {
+                            let _ = k;
+                            continue;
+                        }
+                        ThreadOp::Release(k) => {
+                            Request::Decrement(t.held.swap_remove(k as usize % t.held.len()))
+                        }
+                        ThreadOp::Increment(k) => {
+                            Request::Increment(t.held[k as usize % t.held.len()])
+                        }
+                        ThreadOp::ReleasePrefill(_) if prefilled.is_empty() => continue,
+                        ThreadOp::ReleasePrefill(k) => {
+                            Request::Decrement(prefilled.swap_remove(k as usize % prefilled.len()))
+                        }
+                    };
+                    t.current = Some(Running {
+                        op: Operation::new(request),
+                        what,
+                        steps: 0,
+                        expected: None,
+                        alloc_failed: false,
+                    });
+                }
+                None => t.finished = true,
+            }
+        }
+        let runnable: Vec<usize> = (0..threads.len())
+            .filter(|&i| threads[i].current.is_some())
+            .collect();
+        if runnable.is_empty() {
+            break;
+        }
+        let (t, fail_alloc) = chooser.choose(&runnable);
+        let others_in_flight = runnable
+            .iter()
+            .any(|&i| i != t && threads[i].current.as_ref().is_some_and(|r| r.steps > 0));
+        let thread = &mut threads[t];
+        let running = thread.current.as_mut().expect("runnable");
+        running.steps += 1;
+        if running.steps > STEP_BOUND {
+            fail(
+                &out,
+                format_args!(
+                    "livelock: thread {t}'s {:?} did not finish in {STEP_BOUND} steps",
+                    running.what
+                ),
+            );
+        }
+        let phase = running.op.phase();
+        let capacity = refs.pool().capacity();
+        let locked = matches!(running.op.next(), Next::Locked);
+        out.schedule.0.push(Step {
+            thread: t,
+            phase,
+            failed: fail_alloc && !locked,
+        });
+        if locked {
+            running.op.step_locked(&mut refs);
+            if others_in_flight {
+                out.interleaved += 1;
+            }
+            let after = refs.pool().capacity();
+            if after > capacity {
+                out.grows += 1;
+            } else if after < capacity {
+                out.shrinks += 1;
+            }
+            // Increments and decrements take effect at their first section.
+            let request = running.op.request();
+            if phase == "start" && !matches!(request, Request::Insert { .. }) {
+                running.expected = Some(match request {
+                    Request::Increment(h) => match model.handles.get_mut(&h) {
+                        Some(entry) => {
+                            entry.1 += 1;
+                            Ok(h)
+                        }
+                        None => Err(Error::UnknownHandle(h)),
+                    },
+                    Request::Decrement(h) => match model.handles.get_mut(&h) {
+                        Some(entry) => {
+                            entry.1 -= 1;
+                            if entry.1 == 0 {
+                                let node = entry.0;
+                                model.handles.remove(&h);
+                                model.nodes.remove(&node);
+                            }
+                            Ok(h)
+                        }
+                        None => Err(Error::UnknownHandle(h)),
+                    },
+                    Request::Insert { .. } => unreachable!(),
+                });
+            }
+            if let (Next::Done(actual), Request::Insert { node, is_manager }) =
+                (running.op.next(), request)
+            {
+                // An insert takes effect at the section that finishes it.
+                let expected = match model.nodes.get(&node) {
+                    Some(&h) => {
+                        model.handles.get_mut(&h).unwrap().1 += 1;
+                        Some(Ok(h))
+                    }
+                    None => match actual {
+                        Err(Error::NoMemory) if running.alloc_failed => None,
+                        _ => {
+                            let id = model.smallest_free(if is_manager { 0 } else { 1 });
+                            model.handles.insert(id, (node, 1));
+                            model.nodes.insert(node, id);
+                            Some(Ok(id))
+                        }
+                    },
+                };
+                running.expected = expected;
+            }
+            if let Err(violation) = refs.check_invariants() {
+                fail(&out, format_args!(
+                    "thread {t}'s {:?}, phase {phase}: invariant broken at lock release: {violation}",
+                    running.what
+                ));
+            }
+            let model_map: BTreeMap<u32, (NodeId, u32)> = refs
+                .by_handle()
+                .iter()
+                .map(|(&h, info)| (h, (info.node, info.count)))
+                .collect();
+            if model_map != model.handles {
+                fail(
+                    &out,
+                    format_args!(
+                        "thread {t}'s {:?}, phase {phase}: by_handle {model_map:?}, model {:?}",
+                        running.what, model.handles
+                    ),
+                );
+            }
+        } else {
+            running.alloc_failed |= fail_alloc;
+            running
+                .op
+                .step_unlocked(if fail_alloc { Gfp::Fail } else { Gfp::Kernel });
+        }
+        if let Next::Done(actual) = running.op.next() {
+            let running = thread.current.take().unwrap();
+            // An insert whose allocation failed ends where it failed, often
+            // outside any critical section, having changed nothing.
+            let failed_insert = running.expected.is_none()
+                && running.alloc_failed
+                && actual == Err(Error::NoMemory)
+                && matches!(running.what, ThreadOp::Insert { .. });
+            if running.expected != Some(actual) && !failed_insert {
+                fail(
+                    &out,
+                    format_args!(
+                        "thread {t}'s {:?}: expected {:?}, got {actual:?}",
+                        running.what, running.expected
+                    ),
+                );
+            }
+            if running.alloc_failed && actual.is_err() {
+                out.failed_allocs += 1;
+            }
+            if let (ThreadOp::Insert { .. } | ThreadOp::Increment(_), Ok(h)) =
+                (running.what, actual)
+            {
+                thread.held.push(h);
+            }
+        }
+    }
+    out
+}
+
+/// Runs one operation to completion on `refs` with no interference.
+fn run_alone<F: Flavour>(refs: &mut NodeRefs<F>, request: Request) -> Result<u32, Error> {
+    let mut op = Operation::new(request);
+    loop {
+        match op.next() {
+            Next::Locked => op.step_locked(refs),
+            Next::Unlocked => op.step_unlocked(Gfp::Kernel),
+            Next::Done(outcome) => return outcome,
+        }
+    }
+}
+
+/// Decodes a program and the schedule bytes that follow it.
+pub fn decode(data: &[u8]) -> Option<(Program, Unstructured<'_>)> {
+    let mut u = Unstructured::new(data);
+    let program = Program::arbitrary(&mut u).ok()?;
+    Some((program, u))
+}
+
+/// Runs a program and its schedule decoded from the bytes.
+pub fn concurrent_resize(data: &[u8]) -> Outcome {
+    match decode(data) {
+        Some((program, u)) => run(&program, &mut ByteChooser(u)),
+        None => Outcome::default(),
+    }
+}
