@@ -57,7 +57,7 @@ fn handle_table_reaches_the_interesting_paths() {
 
 #[test]
 fn concurrent_resize_interleaves_resizes() {
-    let e = run_many(3000, |d| idpool_harness::concurrent_resize(d));
+    let e = run_many(3000, idpool_harness::concurrent_resize);
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
     assert!(e.alloc_failed > 0, "{e:?}");
