@@ -8,6 +8,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo test --workspace (stable)"
 cargo test --workspace
 
+step "loom: every interleaving of two threads on SharedHandleTable"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

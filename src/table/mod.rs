@@ -9,6 +9,10 @@ pub use op::{Next, Operation, Request};
 use crate::alloc::Faults;
 use core::fmt;
 use std::collections::BTreeMap;
+
+#[cfg(loom)]
+use loom::sync::Mutex;
+#[cfg(not(loom))]
 use std::sync::Mutex;
 
 /// A remote node, identified by its global id.
@@ -345,7 +349,7 @@ impl<F: Flavour> HandleTable<F> {
 }
 
 /// A process's handle table shared by threads, behind a real
-/// [`std::sync::Mutex`].
+/// [`std::sync::Mutex`] (loom's, under `--cfg loom`).
 ///
 /// Every operation runs the same [`Operation`] steps as [`HandleTable`]: the
 /// lock is taken for each critical section and released for each
@@ -355,10 +359,16 @@ impl<F: Flavour> HandleTable<F> {
 /// # Panics
 ///
 /// A method panics if another thread panicked while holding the lock.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SharedHandleTable<F: Flavour> {
     refs: Mutex<NodeRefs<F>>,
     faults: Faults,
+}
+
+impl<F: Flavour> Default for SharedHandleTable<F> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<F: Flavour> SharedHandleTable<F> {
