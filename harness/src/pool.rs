@@ -385,7 +385,9 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             target: P::TARGET,
             step,
             op,
+            capacity: model.cap,
         };
+        crate::check::narrate(|| format!("step {step}: {op:?} (capacity {})", model.cap));
         let full_check = apply(&at, &mut pool, &mut pending, &mut model);
         at.eq("capacity", model.cap, pool.capacity());
         if model.cap >= 4096 {
@@ -400,6 +402,7 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             target: P::TARGET,
             step: ops.len() - 1,
             op: last,
+            capacity: model.cap,
         };
         check_used(&at, &model, &pool);
     }
@@ -420,7 +423,7 @@ fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) {
             .filter(|id| !model.live.contains(id))
             .take(8)
             .collect();
-        at.fail(format_args!(
+        at.fail_check("used ids", format_args!(
             "used ids: expected {} ids, got {}; lost {lost:?}, unexpected {extra:?} (first 8 of each)",
             model.live.len(),
             used.len()

@@ -40,6 +40,7 @@
 //! steps is reported as a livelock. Every failure prints the schedule so
 //! far, which replays exactly.
 
+use crate::check::{self, Failure};
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::{DBitmap, Error, Flavour, Gfp, IdPool, Next, NodeId, NodeRefs, Operation, Request};
@@ -262,12 +263,24 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         })
         .collect();
     let mut out = Outcome::default();
-    let fail = |out: &Outcome, what: fmt::Arguments<'_>| -> ! {
-        panic!(
-            "concurrent_resize: step {} of {program:?}: {what}\nschedule: {}",
-            out.schedule.0.len(),
-            out.schedule
-        )
+    let fail = |out: &Outcome,
+                check: &str,
+                op: &ThreadOp,
+                capacity: usize,
+                what: fmt::Arguments<'_>|
+     -> ! {
+        check::fail(Failure {
+            target: "concurrent_resize",
+            step: out.schedule.0.len(),
+            op_kind: check::kind_of(op),
+            check: check.to_string(),
+            capacity,
+            message: format!(
+                "concurrent_resize: step {} of {program:?}: {what}\nschedule: {}",
+                out.schedule.0.len(),
+                out.schedule
+            ),
+        })
     };
 
     loop {
@@ -325,6 +338,9 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         if running.steps > STEP_BOUND {
             fail(
                 &out,
+                "livelock",
+                &running.what,
+                refs.pool().capacity(),
                 format_args!(
                     "livelock: thread {t}'s {:?} did not finish in {STEP_BOUND} steps",
                     running.what
@@ -398,7 +414,7 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
                 running.expected = expected;
             }
             if let Err(violation) = refs.check_invariants() {
-                fail(&out, format_args!(
+                fail(&out, "invariant", &running.what, after, format_args!(
                     "thread {t}'s {:?}, phase {phase}: invariant broken at lock release: {violation}",
                     running.what
                 ));
@@ -411,6 +427,9 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
             if model_map != model.handles {
                 fail(
                     &out,
+                    "by_handle",
+                    &running.what,
+                    after,
                     format_args!(
                         "thread {t}'s {:?}, phase {phase}: by_handle {model_map:?}, model {:?}",
                         running.what, model.handles
@@ -434,6 +453,9 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
             if running.expected != Some(actual) && !failed_insert {
                 fail(
                     &out,
+                    "outcome",
+                    &running.what,
+                    refs.pool().capacity(),
                     format_args!(
                         "thread {t}'s {:?}: expected {:?}, got {actual:?}",
                         running.what, running.expected

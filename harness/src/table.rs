@@ -47,7 +47,7 @@ pub enum HandleSel {
 }
 
 /// One operation on the handle table.
-#[derive(Arbitrary, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TableOp {
     /// `insert_or_update_handle`.
     Insert {
@@ -62,16 +62,13 @@ pub enum TableOp {
     Decrement(HandleSel),
     /// Look a node up.
     Lookup(Node),
-    /// The process dies: only when the byte is below 32, so that most runs
-    /// keep a live process.
-    Kill(u8),
-    /// The next 1 to 3 allocations of each table fail, anywhere or at one site.
+    /// The process dies.
+    Kill,
+    /// The next `n` allocations of each table fail, anywhere or at one site.
     FailNext {
         /// Where; `None` for any allocation.
-        #[arbitrary(with = arbitrary_site)]
         site: Option<AllocSite>,
         /// How many.
-        #[arbitrary(with = |u: &mut Unstructured| u.int_in_range(1..=3))]
         n: u32,
     },
     /// Insert this many fresh nodes (at most [`MAX_BULK`]).
@@ -86,17 +83,36 @@ pub enum TableOp {
     },
 }
 
-fn arbitrary_site(u: &mut Unstructured<'_>) -> arbitrary::Result<Option<AllocSite>> {
-    Ok([
-        None,
-        Some(AllocSite::Ref),
-        Some(AllocSite::Grow),
-        Some(AllocSite::Shrink),
-    ][u.int_in_range(0..=3)?])
+impl<'a> Arbitrary<'a> for TableOp {
+    /// Weighted: a process that dies early makes the rest of the run
+    /// uninteresting, so `Kill` is rare; inserts and drops are common.
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(match u.int_in_range(0u8..=99)? {
+            0..=27 => TableOp::Insert {
+                node: Node::arbitrary(u)?,
+                manager: u.ratio(1, 8)?,
+            },
+            28..=35 => TableOp::Increment(HandleSel::arbitrary(u)?),
+            36..=55 => TableOp::Decrement(HandleSel::arbitrary(u)?),
+            56..=60 => TableOp::Lookup(Node::arbitrary(u)?),
+            61..=62 => TableOp::Kill,
+            63..=72 => TableOp::FailNext {
+                site: [
+                    None,
+                    Some(AllocSite::Ref),
+                    Some(AllocSite::Grow),
+                    Some(AllocSite::Shrink),
+                ][u.int_in_range(0..=3)?],
+                n: u.int_in_range(1..=3)?,
+            },
+            73..=84 => TableOp::InsertMany(Count::arbitrary(u)?),
+            85..=93 => TableOp::DropFrom(HandleSel::arbitrary(u)?),
+            _ => TableOp::DropAll {
+                lifo: bool::arbitrary(u)?,
+            },
+        })
+    }
 }
-
-/// Below this, a [`TableOp::Kill`] byte kills the process.
-pub const KILL_BELOW: u8 = 32;
 
 /// The most nodes one bulk insert adds: the legacy scan is O(n) per insert.
 pub const MAX_BULK: usize = 512;
@@ -346,7 +362,11 @@ pub fn run(ops: &[TableOp]) -> Events {
             target: "handle_table",
             step,
             op,
+            capacity: tables[0].1.cap,
         };
+        crate::check::narrate(|| {
+            format!("step {step}: {op:?} (idpool capacity {})", tables[0].1.cap)
+        });
         // Handles are chosen on the first model, so all three tables see the
         // same request.
         let requests: Vec<Request> = match *op {
@@ -371,7 +391,7 @@ pub fn run(ops: &[TableOp]) -> Events {
             }
             TableOp::DropAll { lifo: false } => drops(tables[0].1.handles.iter()),
             TableOp::DropAll { lifo: true } => drops(tables[0].1.handles.iter().rev()),
-            TableOp::Lookup(_) | TableOp::Kill(_) | TableOp::FailNext { .. } => Vec::new(),
+            TableOp::Lookup(_) | TableOp::Kill | TableOp::FailNext { .. } => Vec::new(),
         };
         let bulk = requests.len() > 1;
         for (table, model) in tables.iter_mut() {
@@ -381,7 +401,7 @@ pub fn run(ops: &[TableOp]) -> Events {
                     model.nodes.get(&node).copied(),
                     table.lookup(node),
                 ),
-                TableOp::Kill(byte) if byte < KILL_BELOW => {
+                TableOp::Kill => {
                     model.dead = true;
                     table.kill();
                 }
@@ -425,10 +445,10 @@ pub fn run(ops: &[TableOp]) -> Events {
                 let name = table.name();
                 let of = InBulk(bulk.then_some((i, request)));
                 if new_for_non_manager && actual == Ok(0) {
-                    at.fail(format_args!(
-                        "{}: new handle 0 given to a non-manager",
-                        table.name()
-                    ));
+                    at.fail_check(
+                        "handle 0 to a non-manager",
+                        format_args!("{}: new handle 0 given to a non-manager", table.name()),
+                    );
                 }
                 at.eq(format_args!("{name}: outcome{of}"), expected, actual);
                 at.eq(
@@ -439,10 +459,13 @@ pub fn run(ops: &[TableOp]) -> Events {
                 outcomes.push(actual);
             }
             if !faults_injected && outcomes.iter().any(|o| *o != outcomes[0]) {
-                at.fail(format_args!(
+                at.fail_check(
+                    "flavours disagree",
+                    format_args!(
                     "the flavours disagree on {request:?}: idpool {:?}, dbitmap {:?}, linear {:?}",
                     outcomes[0], outcomes[1], outcomes[2]
-                ));
+                ),
+                );
             }
         }
         for (table, model) in tables.iter() {
@@ -474,10 +497,10 @@ fn drops<'a>(handles: impl Iterator<Item = (&'a u32, &'a RefInfo)>) -> Vec<Reque
 
 fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) {
     if let Err(violation) = table.check_invariants() {
-        at.fail(format_args!(
-            "{}: invariant broken: {violation}",
-            table.name()
-        ));
+        at.fail_check(
+            &format!("{}: invariant", table.name()),
+            format_args!("{}: invariant broken: {violation}", table.name()),
+        );
     }
     if table.by_handle() != &model.handles {
         let diff: Vec<_> = model
@@ -494,9 +517,12 @@ fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) {
             )
             .take(6)
             .collect();
-        at.fail(format_args!(
-            "{}: by_handle differs from the model's (handle, expected, actual): {diff:?}",
-            table.name()
-        ));
+        at.fail_check(
+            &format!("{}: by_handle", table.name()),
+            format_args!(
+                "{}: by_handle differs from the model's (handle, expected, actual): {diff:?}",
+                table.name()
+            ),
+        );
     }
 }
