@@ -49,14 +49,54 @@ impl Failure {
     }
 }
 
+/// What a runner is doing right now: target, step, op kind, capacity.
+type Context = (&'static str, usize, String, usize);
+
 thread_local! {
+    static CURRENT: RefCell<Option<Context>> = const { RefCell::new(None) };
     static LAST_FAILURE: RefCell<Option<Failure>> = const { RefCell::new(None) };
     static NARRATION: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Runners call this as each step starts: a panic that does not come from
+/// a check (an assertion inside the allocator, say) is then attributed to
+/// the step by [`failure_from_panic`], and a narration gets a header line.
+pub fn begin_step(target: &'static str, step: usize, op: &impl Debug, capacity: usize) {
+    CURRENT.with(|c| *c.borrow_mut() = Some((target, step, kind_of(op), capacity)));
+    narrate(|| format!("step {step}: {op:?} (capacity {capacity})"));
 }
 
 /// The last failure on this thread, if any, clearing it.
 pub fn take_last_failure() -> Option<Failure> {
     LAST_FAILURE.with(|f| f.borrow_mut().take())
+}
+
+/// The failure behind a caught panic: the one a check recorded, or else one
+/// built from the panic's message and the step that was running.
+pub fn failure_from_panic(payload: &(dyn std::any::Any + Send)) -> Failure {
+    if let Some(failure) = take_last_failure() {
+        return failure;
+    }
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".into());
+    let (target, step, op_kind, capacity) =
+        CURRENT
+            .with(|c| c.borrow().clone())
+            .unwrap_or(("?", 0, "?".into(), 0));
+    // The first clause of the message names the check: "handle table
+    // corruption", "attempt to subtract with overflow", ...
+    let first = message.split([':', '\n']).next().unwrap_or_default();
+    Failure {
+        target,
+        step,
+        op_kind,
+        check: format!("panic: {}", check_name(first)),
+        capacity,
+        message: format!("{target}: step {step} (capacity {capacity}): panic: {message}"),
+    }
 }
 
 /// Records `failure` for [`take_last_failure`] and panics with its message.

@@ -19,6 +19,7 @@ pub mod pool;
 pub mod sched;
 pub mod seeds;
 pub mod table;
+pub mod trace;
 
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -164,7 +165,11 @@ pub fn handle_table(data: &[u8]) -> Events {
 /// Target `concurrent_resize`: 2 to 4 simulated threads whose steps are
 /// interleaved as the bytes say (see [`sched`]).
 pub fn concurrent_resize(data: &[u8]) -> Events {
-    let out = sched::concurrent_resize(data);
+    sched_events(&sched::concurrent_resize(data))
+}
+
+/// A concurrent run's outcome as [`Events`].
+pub fn sched_events(out: &sched::Outcome) -> Events {
     Events {
         grow_committed: out.grows,
         shrink_committed: out.shrinks,

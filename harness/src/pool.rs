@@ -387,7 +387,7 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             op,
             capacity: model.cap,
         };
-        crate::check::narrate(|| format!("step {step}: {op:?} (capacity {})", model.cap));
+        crate::check::begin_step(P::TARGET, step, op, model.cap);
         let full_check = apply(&at, &mut pool, &mut pending, &mut model);
         at.eq("capacity", model.cap, pool.capacity());
         if model.cap >= 4096 {

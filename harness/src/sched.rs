@@ -50,6 +50,11 @@ use std::collections::BTreeMap;
 pub const SHARED_NODES: u64 = 6;
 /// Prefilled handles refer to nodes from here on, apart from the threads'.
 const PREFILL_NODES: NodeId = 1 << 40;
+/// Bulk inserts use private nodes from here on.
+const FRESH_NODES: NodeId = 1 << 41;
+/// The counts [`ThreadOp::InsertMany`] draws from: enough for another
+/// thread to fill, grow past, or refill what a resize is about to cut.
+pub const BULK_COUNTS: [u16; 7] = [8, 32, 33, 64, 65, 128, 200];
 /// The most steps one operation may take before it counts as a livelock.
 pub const STEP_BOUND: usize = 256;
 /// A schedule byte at or above this fails the allocation it schedules.
@@ -73,6 +78,11 @@ pub enum ThreadOp {
     ReleasePrefill(u8),
     /// Take one more reference on a handle this thread holds.
     Increment(u8),
+    /// Insert this many private nodes, one operation each.
+    InsertMany(
+        #[arbitrary(with = |u: &mut Unstructured| Ok(BULK_COUNTS[u.int_in_range(0..=BULK_COUNTS.len() - 1)?]))]
+         u16,
+    ),
 }
 
 /// The flavour under test.
@@ -92,6 +102,9 @@ pub struct Program {
     /// Handles `1..=prefill` are inserted before the threads start, so that
     /// the pool starts near a resize boundary.
     pub prefill: u32,
+    /// Then all but the lowest `keep` are released again (highest first),
+    /// leaving a large pool with few ids. `keep >= prefill` releases none.
+    pub keep: u32,
     /// Each thread's operations, in program order.
     pub threads: Vec<Vec<ThreadOp>>,
 }
@@ -100,8 +113,12 @@ impl<'a> Arbitrary<'a> for Program {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let pool = Pool::arbitrary(u)?;
         let prefill = match u.int_in_range(0u8..=15)? {
-            0..=9 => [0, 15, 16, 31, 32, 33, 62, 63, 126, 127][u.int_in_range(0..=9)?],
+            0..=9 => [0, 15, 16, 31, 32, 33, 62, 63, 126, 127, 128, 255][u.int_in_range(0..=11)?],
             _ => u.int_in_range(0..=300)?,
+        };
+        let keep = match u.int_in_range(0u8..=3)? {
+            0 => [1, 16, 31, 32, 33, 63, 64][u.int_in_range(0..=6)?],
+            _ => prefill,
         };
         let n = u.int_in_range(2..=4)?;
         let threads = (0..n)
@@ -113,6 +130,7 @@ impl<'a> Arbitrary<'a> for Program {
         Ok(Program {
             pool,
             prefill,
+            keep,
             threads,
         })
     }
@@ -166,16 +184,54 @@ impl Chooser for ByteChooser<'_> {
     }
 }
 
-/// Decisions replayed from a recorded [`Schedule`]; once it is exhausted,
-/// the lowest runnable thread runs and nothing fails.
-pub struct Replay<'a>(pub std::slice::Iter<'a, Step>);
+/// One scheduling decision: which thread runs, and whether its step, if
+/// an allocation, fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decision {
+    /// The thread.
+    pub thread: usize,
+    /// Whether its allocation fails.
+    pub fail: bool,
+}
+
+/// Decisions replayed from a list; a decision naming a thread that cannot
+/// run, and every decision past the end, runs the lowest runnable thread
+/// with no failure. So any list replays deterministically, which is what
+/// the minimiser needs.
+pub struct Replay<'a>(pub std::slice::Iter<'a, Decision>);
 
 impl Chooser for Replay<'_> {
     fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
         match self.0.next() {
-            Some(s) if runnable.contains(&s.thread) => (s.thread, s.failed),
+            Some(d) if runnable.contains(&d.thread) => (d.thread, d.fail),
             _ => (runnable[0], false),
         }
+    }
+}
+
+/// Records the decisions another chooser makes, so that a run that panics
+/// still leaves its schedule behind.
+pub struct Recorder<C: Chooser> {
+    inner: C,
+    /// The decisions so far.
+    pub decisions: Vec<Decision>,
+}
+
+impl<C: Chooser> Recorder<C> {
+    /// Records what `inner` decides.
+    pub fn new(inner: C) -> Self {
+        Recorder {
+            inner,
+            decisions: Vec::new(),
+        }
+    }
+}
+
+impl<C: Chooser> Chooser for Recorder<C> {
+    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
+        let (thread, fail) = self.inner.choose(runnable);
+        self.decisions.push(Decision { thread, fail });
+        (thread, fail)
     }
 }
 
@@ -190,6 +246,26 @@ impl Model {
     fn smallest_free(&self, start: u32) -> u32 {
         (start..).find(|id| !self.handles.contains_key(id)).unwrap()
     }
+}
+
+/// A thread's operations with every [`ThreadOp::InsertMany`] spelled out
+/// as inserts of nodes private to the thread.
+fn expand(thread: usize, ops: &[ThreadOp]) -> Vec<ThreadOp> {
+    let mut fresh = FRESH_NODES + ((thread as NodeId) << 20);
+    let mut out = Vec::new();
+    for &op in ops {
+        match op {
+            ThreadOp::InsertMany(n) => out.extend((0..n).map(|_| {
+                fresh += 1;
+                ThreadOp::Insert {
+                    node: fresh,
+                    manager: false,
+                }
+            })),
+            op => out.push(op),
+        }
+    }
+    out
 }
 
 struct Thread<F: Flavour> {
@@ -252,11 +328,20 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         model.nodes.insert(node, handle);
         prefilled.push(handle);
     }
+    // Then release the highest prefilled handles down to `keep`: a large
+    // pool with few ids, one release away from a shrink.
+    while prefilled.len() > program.keep as usize {
+        let handle = prefilled.pop().unwrap();
+        run_alone(&mut refs, Request::Decrement(handle)).expect("a prefilled handle");
+        model.handles.remove(&handle);
+        model.nodes.retain(|_, h| *h != handle);
+    }
     let mut threads: Vec<Thread<F>> = program
         .threads
         .iter()
-        .map(|ops| Thread {
-            ops: ops.clone().into_iter(),
+        .enumerate()
+        .map(|(i, ops)| Thread {
+            ops: expand(i, ops).into_iter(),
             current: None,
             held: Vec::new(),
             finished: false,
@@ -284,42 +369,37 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
     };
 
     loop {
-        // Start the next operation of every idle thread.
-        for t in threads
-            .iter_mut()
-            .filter(|t| t.current.is_none() && !t.finished)
-        {
-            match t.ops.next() {
-                Some(what) => {
-                    let request = match what {
-                        ThreadOp::Insert { node, manager } => Request::Insert {
-                            node,
-                            is_manager: manager,
-                        },
-                        ThreadOp::Release(k) | ThreadOp::Increment(k) if t.held.is_empty() => {
-                            let _ = k;
-                            continue;
-                        }
-                        ThreadOp::Release(k) => {
-                            Request::Decrement(t.held.swap_remove(k as usize % t.held.len()))
-                        }
-                        ThreadOp::Increment(k) => {
-                            Request::Increment(t.held[k as usize % t.held.len()])
-                        }
-                        ThreadOp::ReleasePrefill(_) if prefilled.is_empty() => continue,
-                        ThreadOp::ReleasePrefill(k) => {
-                            Request::Decrement(prefilled.swap_remove(k as usize % prefilled.len()))
-                        }
-                    };
-                    t.current = Some(Running {
-                        op: Operation::new(request),
-                        what,
-                        steps: 0,
-                        expected: None,
-                        alloc_failed: false,
-                    });
-                }
-                None => t.finished = true,
+        // Start the next operation of every idle thread; an operation with
+        // nothing to act on (no handle held yet) is skipped.
+        for t in threads.iter_mut() {
+            while t.current.is_none() && !t.finished {
+                let Some(what) = t.ops.next() else {
+                    t.finished = true;
+                    break;
+                };
+                let request = match what {
+                    ThreadOp::Insert { node, manager } => Request::Insert {
+                        node,
+                        is_manager: manager,
+                    },
+                    ThreadOp::InsertMany(_) => unreachable!("expanded when the thread was made"),
+                    ThreadOp::Release(_) | ThreadOp::Increment(_) if t.held.is_empty() => continue,
+                    ThreadOp::Release(k) => {
+                        Request::Decrement(t.held.swap_remove(k as usize % t.held.len()))
+                    }
+                    ThreadOp::Increment(k) => Request::Increment(t.held[k as usize % t.held.len()]),
+                    ThreadOp::ReleasePrefill(_) if prefilled.is_empty() => continue,
+                    ThreadOp::ReleasePrefill(k) => {
+                        Request::Decrement(prefilled.swap_remove(k as usize % prefilled.len()))
+                    }
+                };
+                t.current = Some(Running {
+                    op: Operation::new(request),
+                    what,
+                    steps: 0,
+                    expected: None,
+                    alloc_failed: false,
+                });
             }
         }
         let runnable: Vec<usize> = (0..threads.len())
@@ -350,6 +430,16 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         let phase = running.op.phase();
         let capacity = refs.pool().capacity();
         let locked = matches!(running.op.next(), Next::Locked);
+        check::begin_step(
+            "concurrent_resize",
+            out.schedule.0.len(),
+            &running.what,
+            capacity,
+        );
+        check::narrate(|| {
+            let bang = if fail_alloc && !locked { "!" } else { "" };
+            format!("t{t}:{phase}{bang}")
+        });
         out.schedule.0.push(Step {
             thread: t,
             phase,
@@ -444,6 +534,7 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         }
         if let Next::Done(actual) = running.op.next() {
             let running = thread.current.take().unwrap();
+            check::narrate(|| format!("t{t} done: {actual:?} (model {:?})", running.expected));
             // An insert whose allocation failed ends where it failed, often
             // outside any critical section, having changed nothing.
             let failed_insert = running.expected.is_none()

@@ -364,9 +364,7 @@ pub fn run(ops: &[TableOp]) -> Events {
             op,
             capacity: tables[0].1.cap,
         };
-        crate::check::narrate(|| {
-            format!("step {step}: {op:?} (idpool capacity {})", tables[0].1.cap)
-        });
+        crate::check::begin_step("handle_table", step, op, tables[0].1.cap);
         // Handles are chosen on the first model, so all three tables see the
         // same request.
         let requests: Vec<Request> = match *op {

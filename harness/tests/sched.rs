@@ -1,6 +1,6 @@
 //! The scheduler replays exactly, and finds what it is for.
 
-use idpool_harness::sched::{self, ByteChooser, Pool, Program, Replay, ThreadOp};
+use idpool_harness::sched::{self, ByteChooser, Decision, Pool, Program, Replay, ThreadOp};
 use idpool_harness::seeds;
 
 #[test]
@@ -21,7 +21,16 @@ fn a_recorded_schedule_replays_to_the_same_run() {
             continue;
         };
         let recorded = sched::run(&program, &mut ByteChooser(u));
-        let replayed = sched::run(&program, &mut Replay(recorded.schedule.0.iter()));
+        let decisions: Vec<Decision> = recorded
+            .schedule
+            .0
+            .iter()
+            .map(|s| Decision {
+                thread: s.thread,
+                fail: s.failed,
+            })
+            .collect();
+        let replayed = sched::run(&program, &mut Replay(decisions.iter()));
         assert_eq!(recorded, replayed, "seed {seed}: {program:?}");
     }
 }
@@ -34,6 +43,7 @@ fn two_threads_insert_one_node_across_a_grow() {
     let program = Program {
         pool: Pool::IdPool,
         prefill: 63,
+        keep: 63,
         threads: vec![
             vec![ThreadOp::Insert {
                 node: 1,

@@ -1,0 +1,106 @@
+//! Reading what the user hands us: a trace, or raw bytes from any engine.
+
+use idpool_harness::trace::{Trace, MAGIC};
+use idpool_harness::TARGETS;
+use std::path::Path;
+
+/// Loads `path` as a trace. Raw fuzzer bytes are converted; their target
+/// is `target` or, failing that, a component of the path named after a
+/// target (`fuzz/artifacts/pool_ops/crash-…`, `…/afl/handle_table/…`).
+/// Every error is one line naming the file and the problem.
+pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!("{shown}: is a directory, expected a file"));
+    }
+    let data = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
+        _ => format!("{shown}: cannot read: {e}"),
+    })?;
+    if data.is_empty() {
+        return Err(format!("{shown}: empty input, nothing to replay"));
+    }
+    let magic_line = format!("\n{MAGIC} ");
+    let commented_trace =
+        data.starts_with(b"#") && std::str::from_utf8(&data).is_ok_and(|t| t.contains(&magic_line));
+    if data.starts_with(MAGIC.as_bytes()) || commented_trace {
+        let text =
+            std::str::from_utf8(&data).map_err(|_| format!("{shown}: a trace, but not UTF-8"))?;
+        let trace = Trace::parse(text).map_err(|e| format!("{shown}: {e}"))?;
+        if let Some(t) = target.filter(|&t| t != trace.target()) {
+            return Err(format!(
+                "{shown}: a {} trace, but --target says {t}",
+                trace.target()
+            ));
+        }
+        return Ok(trace);
+    }
+    let target = match target {
+        Some(t) => known(t)?,
+        None => infer_target(path).ok_or_else(|| {
+            format!("{shown}: raw bytes, and the path does not name a target: pass --target (one of {})", TARGETS.join(", "))
+        })?,
+    };
+    let trace = Trace::from_bytes(target, &data).expect("a known target");
+    if trace.is_empty() {
+        return Err(format!(
+            "{shown}: {} bytes that decode to no {target} operation (truncated input?)",
+            data.len()
+        ));
+    }
+    Ok(trace)
+}
+
+/// `name` if it is a target.
+pub fn known(name: &str) -> Result<&'static str, String> {
+    TARGETS
+        .iter()
+        .find(|&&t| t == name)
+        .copied()
+        .ok_or_else(|| format!("unknown target '{name}' (known: {})", TARGETS.join(", ")))
+}
+
+fn infer_target(path: &Path) -> Option<&'static str> {
+    path.ancestors()
+        .filter_map(|p| p.file_name()?.to_str())
+        .find_map(|name| TARGETS.iter().find(|&&t| t == name).copied())
+}
+
+/// Every file under `dir`, recursively, sorted; hidden files and fuzzer
+/// bookkeeping (`README.txt`, `fuzzer_stats`, …) are skipped.
+pub fn files_under(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    if !dir.is_dir() {
+        return Err(match dir.exists() {
+            true => format!("{}: is a file, expected a directory", dir.display()),
+            false => format!("{}: no such directory", dir.display()),
+        });
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).map_err(|e| format!("{}: cannot list: {e}", d.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", d.display()))?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.starts_with('.')
+                || matches!(
+                    name,
+                    "README.txt" | "fuzzer_stats" | "plot_data" | "cmdline"
+                )
+            {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
