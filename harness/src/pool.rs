@@ -10,12 +10,12 @@ use crate::check::At;
 use crate::domain::{Capacity, Ceiling, Count, Point};
 use crate::oracle::{self, Policy, MAX_LEN, MIN};
 use crate::Events;
-use arbitrary::Arbitrary;
+use arbitrary::{Arbitrary, Unstructured};
 use idpool::{Bitmap, DBitmap, Gfp, IdPool, PoolResizer, ReallocRequest};
 use std::collections::BTreeSet;
 
 /// One operation on a pool.
-#[derive(Arbitrary, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PoolOp {
     /// Acquire the smallest free id at or above the offset.
     Acquire(Point),
@@ -58,6 +58,34 @@ pub enum PoolOp {
     /// The pool in use is untouched (a map this large makes every later
     /// scan cost milliseconds).
     ProbeCeiling(Ceiling),
+}
+
+impl<'a> Arbitrary<'a> for PoolOp {
+    /// Weighted: resizes and their commits are common; the ceiling probe,
+    /// which maps 128 MiB, is rare.
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(match u.int_in_range(0u8..=99)? {
+            0..=13 => PoolOp::Acquire(Point::arbitrary(u)?),
+            14..=18 => PoolOp::FindThenDrop(Point::arbitrary(u)?),
+            19..=29 => PoolOp::Release(Point::arbitrary(u)?),
+            30..=47 => PoolOp::Prepare {
+                kind: Resize::arbitrary(u)?,
+                fail: u.ratio(1, 4)?,
+            },
+            48..=63 => PoolOp::Commit(u8::arbitrary(u)?),
+            64..=75 => PoolOp::AcquireMany {
+                offset: Point::arbitrary(u)?,
+                count: Count::arbitrary(u)?,
+            },
+            76..=81 => PoolOp::ReleaseMany {
+                from: Point::arbitrary(u)?,
+                count: Count::arbitrary(u)?,
+            },
+            82..=89 => PoolOp::ReleaseFrom(Point::arbitrary(u)?),
+            90..=97 => PoolOp::Reset(Capacity::arbitrary(u)?),
+            _ => PoolOp::ProbeCeiling(Ceiling::arbitrary(u)?),
+        })
+    }
 }
 
 /// Grow or shrink.

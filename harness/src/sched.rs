@@ -19,13 +19,17 @@
 //! # Input
 //!
 //! The bytes decode to a [`Program`] (a prefill size and 2 to 4 threads with
-//! a few table operations each), then the rest is the schedule: each
-//! scheduling decision takes one byte, `byte % runnable threads` chooses
-//! the thread, and for an allocation step a byte of `0xf0` or more fails
-//! the allocation. When the bytes run out, the lowest runnable thread runs
-//! and nothing fails. No RNG is involved: the same input is the same
-//! execution, and libFuzzer's minimiser shrinks program and schedule
-//! together.
+//! a few table operations each), then the rest is the schedule. Each
+//! schedule byte is one decision: its low two bits, modulo the number of
+//! runnable threads, choose the thread; bits 2-3 choose how long it runs
+//! (one step; until its current operation is done; until it has no
+//! operation left); a byte of `0xf0` or more fails the allocation, if the
+//! step is one. Bursts let a short input say "this thread waits in its
+//! window while that one does a lot". When the bytes run out, the lowest
+//! runnable thread runs and nothing fails. No RNG is involved: the same
+//! input is the same execution, and libFuzzer's minimiser shrinks program
+//! and schedule together. The schedule as it ran is recorded step by step
+//! ([`Decision`]), and that is what a trace stores and replays.
 //!
 //! # Oracle
 //!
@@ -153,12 +157,36 @@ pub struct Schedule(pub Vec<Step>);
 
 impl fmt::Display for Schedule {
     /// `t0:start t1:start t0:alloc-ref t1:alloc-ref! ...` (`!` marks a
-    /// failed allocation).
+    /// failed allocation); a run of more than four steps of one thread is
+    /// shortened to `t0:start…pick (×388)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, s) in self.0.iter().enumerate() {
-            let sep = if i == 0 { "" } else { " " };
-            let bang = if s.failed { "!" } else { "" };
-            write!(f, "{sep}t{}:{}{bang}", s.thread, s.phase)?;
+        let steps = &self.0;
+        let mut i = 0;
+        let mut first = true;
+        while i < steps.len() {
+            let run = steps[i..]
+                .iter()
+                .take_while(|s| s.thread == steps[i].thread)
+                .count();
+            let shown: Vec<String> = steps[i..i + run]
+                .iter()
+                .map(|s| {
+                    format!(
+                        "t{}:{}{}",
+                        s.thread,
+                        s.phase,
+                        if s.failed { "!" } else { "" }
+                    )
+                })
+                .collect();
+            let text = if run > 4 {
+                format!("{}…{} (×{run})", shown[0], steps[i + run - 1].phase)
+            } else {
+                shown.join(" ")
+            };
+            write!(f, "{}{text}", if first { "" } else { " " })?;
+            first = false;
+            i += run;
         }
         Ok(())
     }
@@ -167,20 +195,53 @@ impl fmt::Display for Schedule {
 /// Where the scheduling decisions come from.
 pub trait Chooser {
     /// Which of the `runnable` threads (given in increasing order) runs
-    /// next, and whether its step, if an allocation, fails.
-    fn choose(&mut self, runnable: &[usize]) -> (usize, bool);
+    /// next, and whether its step, if an allocation, fails. `mid_op[i]`
+    /// says whether thread `i` is in the middle of an operation.
+    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool);
+}
+
+/// How long a thread chosen by a schedule byte keeps running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Burst {
+    /// Until its current operation is done.
+    Operation,
+    /// Until it has nothing left to run.
+    Thread,
 }
 
 /// Decisions read from fuzz bytes, as the module docs describe.
-pub struct ByteChooser<'a>(pub Unstructured<'a>);
+pub struct ByteChooser<'a> {
+    bytes: Unstructured<'a>,
+    burst: Option<(usize, Burst)>,
+}
+
+impl<'a> ByteChooser<'a> {
+    /// Decisions from the bytes left in `bytes`.
+    pub fn new(bytes: Unstructured<'a>) -> Self {
+        ByteChooser { bytes, burst: None }
+    }
+}
 
 impl Chooser for ByteChooser<'_> {
-    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
-        if self.0.is_empty() {
+    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool) {
+        if let Some((t, burst)) = self.burst {
+            let going = runnable.contains(&t) && (burst == Burst::Thread || mid_op[t]);
+            if going {
+                return (t, false);
+            }
+            self.burst = None;
+        }
+        if self.bytes.is_empty() {
             return (runnable[0], false);
         }
-        let b = u8::arbitrary(&mut self.0).unwrap_or(0);
-        (runnable[b as usize % runnable.len()], b >= FAIL_BYTE)
+        let b = u8::arbitrary(&mut self.bytes).unwrap_or(0);
+        let t = runnable[(b & 3) as usize % runnable.len()];
+        self.burst = match (b >> 2) & 3 {
+            1 => Some((t, Burst::Operation)),
+            2 => Some((t, Burst::Thread)),
+            _ => None,
+        };
+        (t, b >= FAIL_BYTE)
     }
 }
 
@@ -201,7 +262,7 @@ pub struct Decision {
 pub struct Replay<'a>(pub std::slice::Iter<'a, Decision>);
 
 impl Chooser for Replay<'_> {
-    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
+    fn choose(&mut self, runnable: &[usize], _: &[bool]) -> (usize, bool) {
         match self.0.next() {
             Some(d) if runnable.contains(&d.thread) => (d.thread, d.fail),
             _ => (runnable[0], false),
@@ -228,8 +289,8 @@ impl<C: Chooser> Recorder<C> {
 }
 
 impl<C: Chooser> Chooser for Recorder<C> {
-    fn choose(&mut self, runnable: &[usize]) -> (usize, bool) {
-        let (thread, fail) = self.inner.choose(runnable);
+    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool) {
+        let (thread, fail) = self.inner.choose(runnable, mid_op);
         self.decisions.push(Decision { thread, fail });
         (thread, fail)
     }
@@ -408,7 +469,11 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         if runnable.is_empty() {
             break;
         }
-        let (t, fail_alloc) = chooser.choose(&runnable);
+        let mid_op: Vec<bool> = threads
+            .iter()
+            .map(|t| t.current.as_ref().is_some_and(|r| r.steps > 0))
+            .collect();
+        let (t, fail_alloc) = chooser.choose(&runnable, &mid_op);
         let others_in_flight = runnable
             .iter()
             .any(|&i| i != t && threads[i].current.as_ref().is_some_and(|r| r.steps > 0));
@@ -588,7 +653,7 @@ pub fn decode(data: &[u8]) -> Option<(Program, Unstructured<'_>)> {
 /// Runs a program and its schedule decoded from the bytes.
 pub fn concurrent_resize(data: &[u8]) -> Outcome {
     match decode(data) {
-        Some((program, u)) => run(&program, &mut ByteChooser(u)),
+        Some((program, u)) => run(&program, &mut ByteChooser::new(u)),
         None => Outcome::default(),
     }
 }

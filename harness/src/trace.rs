@@ -25,7 +25,7 @@
 //!             | "schedule" { SP decision }
 //! thread-op  := "insert" SP node [SP "manager"] | "release" SP "#" n
 //!             | "release-prefill" SP "#" n | "inc" SP "#" n | "insert-many" SP n
-//! decision   := "t" n ["!"]                   (thread n runs; "!" fails its allocation)
+//! decision   := "t" n ["!"] ["*" n]   (thread n runs; "!" fails its allocation; "*k": k times)
 //! point      := n | ("cap/4" | "cap/2" | "cap") [("+1" | "-1")]
 //! sel        := "#" n | "highest" | "=" point
 //! node       := "n" n
@@ -130,7 +130,7 @@ impl Trace {
                         Vec::new(),
                     ));
                 };
-                let mut recorder = crate::sched::Recorder::new(crate::sched::ByteChooser(u));
+                let mut recorder = crate::sched::Recorder::new(crate::sched::ByteChooser::new(u));
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     crate::sched::run(&program, &mut recorder)
                 }));
@@ -260,8 +260,15 @@ impl fmt::Display for Trace {
                     writeln!(f, "thread {}", ops.join("; "))?;
                 }
                 write!(f, "schedule")?;
-                for d in schedule {
+                let mut i = 0;
+                while i < schedule.len() {
+                    let d = schedule[i];
+                    let run = schedule[i..].iter().take_while(|&&e| e == d).count();
                     write!(f, " t{}{}", d.thread, if d.fail { "!" } else { "" })?;
+                    if run > 1 {
+                        write!(f, "*{run}")?;
+                    }
+                    i += run;
                 }
                 writeln!(f)
             }
@@ -614,15 +621,19 @@ fn parse_program_line(
         }
         "schedule" => {
             for d in &w[1..] {
+                let (d, times) = match d.split_once('*') {
+                    Some((d, n)) => (d, parse_num::<usize>(n)?),
+                    None => (*d, 1),
+                };
                 let (body, fail) = match d.strip_suffix('!') {
                     Some(body) => (body, true),
-                    None => (*d, false),
+                    None => (d, false),
                 };
                 let thread = body
                     .strip_prefix('t')
                     .ok_or_else(|| format!("expected a decision tN or tN!, found {d:?}"))
                     .and_then(parse_num)?;
-                schedule.push(Decision { thread, fail });
+                schedule.extend(std::iter::repeat_n(Decision { thread, fail }, times));
             }
         }
         other => return Err(format!("unknown concurrent trace line {other:?}")),

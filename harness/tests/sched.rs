@@ -20,7 +20,7 @@ fn a_recorded_schedule_replays_to_the_same_run() {
         let Some((program, u)) = sched::decode(&data) else {
             continue;
         };
-        let recorded = sched::run(&program, &mut ByteChooser(u));
+        let recorded = sched::run(&program, &mut ByteChooser::new(u));
         let decisions: Vec<Decision> = recorded
             .schedule
             .0
@@ -57,7 +57,7 @@ fn two_threads_insert_one_node_across_a_grow() {
     let bytes = [0u8, 1, 0, 1, 0, 1, 0, 1, 0, 0];
     let out = sched::run(
         &program,
-        &mut ByteChooser(arbitrary::Unstructured::new(&bytes)),
+        &mut ByteChooser::new(arbitrary::Unstructured::new(&bytes)),
     );
     assert_eq!(
         out.schedule.to_string(),
@@ -65,4 +65,33 @@ fn two_threads_insert_one_node_across_a_grow() {
          t0:grow-alloc t1:grow-alloc t0:grow-commit t1:grow-commit"
     );
     assert_eq!(out.grows, 1, "the second grow is stale and ignored");
+}
+
+#[test]
+fn a_burst_holds_a_thread_in_its_window() {
+    // t1 finds the 64-id pool full and allocates a 128-id map; then one
+    // byte lets t0 run all 128 of its inserts (growing to 128, then 256);
+    // then t1 commits its stale 128-id map, which must be ignored.
+    let program = Program {
+        pool: Pool::IdPool,
+        prefill: 63,
+        keep: 63,
+        threads: vec![
+            vec![ThreadOp::InsertMany(128)],
+            vec![ThreadOp::Insert {
+                node: 1,
+                manager: false,
+            }],
+        ],
+    };
+    let bytes = [1u8, 1, 1, 1, 0b1000];
+    let out = sched::run(
+        &program,
+        &mut ByteChooser::new(arbitrary::Unstructured::new(&bytes)),
+    );
+    assert_eq!(
+        out.schedule.to_string(),
+        "t1:start t1:alloc-ref t1:pick t1:grow-alloc t0:start…pick (×388) t1:grow-commit"
+    );
+    assert_eq!(out.grows, 2, "t0 grows twice; t1's stale grow is ignored");
 }

@@ -40,11 +40,15 @@ prefill 63
 keep 63
 thread insert n1; release #0
 thread insert n1 manager; inc #2; release-prefill #5; insert-many 33
-schedule t0 t1 t0! t1
+schedule t0*3 t1 t0! t1
 ";
     let trace = Trace::parse(text).unwrap();
     assert_eq!(trace.target(), "concurrent_resize");
     assert_eq!(trace.len(), 7);
+    let Trace::Concurrent(_, schedule) = &trace else {
+        unreachable!()
+    };
+    assert_eq!(schedule.len(), 6);
     let canonical = text.lines().skip(2).collect::<Vec<_>>().join("\n") + "\n";
     assert_eq!(trace.to_string(), canonical);
 }
