@@ -23,8 +23,8 @@
 //! schedule byte is one decision: its low two bits, modulo the number of
 //! runnable threads, choose the thread; bits 2-3 choose how long it runs
 //! (one step; until its current operation is done; until it has no
-//! operation left); a byte of `0xf0` or more fails the allocation, if the
-//! step is one. Bursts let a short input say "this thread waits in its
+//! operation left; until it holds an allocated resizer and waits to commit
+//! it); a byte of `0xf0` or more fails the allocation, if the step is one. Bursts let a short input say "this thread waits in its
 //! window while that one does a lot". When the bytes run out, the lowest
 //! runnable thread runs and nothing fails. No RNG is involved: the same
 //! input is the same execution, and libFuzzer's minimiser shrinks program
@@ -77,8 +77,9 @@ pub enum ThreadOp {
     },
     /// Drop one reference this thread holds (the k-th, modulo how many).
     Release(u8),
-    /// Drop the reference of a prefilled handle (the k-th, modulo how many),
-    /// which may well be its last: the release that shrinks.
+    /// Drop the reference of a prefilled handle, the k-th highest (modulo
+    /// how many; 0 is the highest): its last reference, the release that
+    /// shrinks.
     ReleasePrefill(u8),
     /// Take one more reference on a handle this thread holds.
     Increment(u8),
@@ -117,7 +118,8 @@ impl<'a> Arbitrary<'a> for Program {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let pool = Pool::arbitrary(u)?;
         let prefill = match u.int_in_range(0u8..=15)? {
-            0..=9 => [0, 15, 16, 31, 32, 33, 62, 63, 126, 127, 128, 255][u.int_in_range(0..=11)?],
+            0..=11 => [0, 15, 16, 31, 32, 33, 62, 63, 63, 126, 127, 127, 128, 255]
+                [u.int_in_range(0..=13)?],
             _ => u.int_in_range(0..=300)?,
         };
         let keep = match u.int_in_range(0u8..=3)? {
@@ -192,12 +194,21 @@ impl fmt::Display for Schedule {
     }
 }
 
+/// What a chooser may know of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadView {
+    /// Whether it is in the middle of an operation.
+    pub mid_op: bool,
+    /// The phase of its next step (see [`Operation::phase`]).
+    pub next_phase: &'static str,
+}
+
 /// Where the scheduling decisions come from.
 pub trait Chooser {
     /// Which of the `runnable` threads (given in increasing order) runs
-    /// next, and whether its step, if an allocation, fails. `mid_op[i]`
-    /// says whether thread `i` is in the middle of an operation.
-    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool);
+    /// next, and whether its step, if an allocation, fails. `threads[i]`
+    /// describes thread `i`.
+    fn choose(&mut self, runnable: &[usize], threads: &[ThreadView]) -> (usize, bool);
 }
 
 /// How long a thread chosen by a schedule byte keeps running.
@@ -207,6 +218,9 @@ enum Burst {
     Operation,
     /// Until it has nothing left to run.
     Thread,
+    /// Until it holds an allocated resizer and waits to commit it: parked
+    /// in the lock-drop window that matters most.
+    ToCommit,
 }
 
 /// Decisions read from fuzz bytes, as the module docs describe.
@@ -222,10 +236,19 @@ impl<'a> ByteChooser<'a> {
     }
 }
 
+fn at_commit(view: &ThreadView) -> bool {
+    matches!(view.next_phase, "grow-commit" | "shrink-commit")
+}
+
 impl Chooser for ByteChooser<'_> {
-    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool) {
+    fn choose(&mut self, runnable: &[usize], threads: &[ThreadView]) -> (usize, bool) {
         if let Some((t, burst)) = self.burst {
-            let going = runnable.contains(&t) && (burst == Burst::Thread || mid_op[t]);
+            let going = runnable.contains(&t)
+                && match burst {
+                    Burst::Thread => true,
+                    Burst::Operation => threads[t].mid_op,
+                    Burst::ToCommit => threads[t].mid_op && !at_commit(&threads[t]),
+                };
             if going {
                 return (t, false);
             }
@@ -239,6 +262,7 @@ impl Chooser for ByteChooser<'_> {
         self.burst = match (b >> 2) & 3 {
             1 => Some((t, Burst::Operation)),
             2 => Some((t, Burst::Thread)),
+            3 => Some((t, Burst::ToCommit)),
             _ => None,
         };
         (t, b >= FAIL_BYTE)
@@ -262,7 +286,7 @@ pub struct Decision {
 pub struct Replay<'a>(pub std::slice::Iter<'a, Decision>);
 
 impl Chooser for Replay<'_> {
-    fn choose(&mut self, runnable: &[usize], _: &[bool]) -> (usize, bool) {
+    fn choose(&mut self, runnable: &[usize], _: &[ThreadView]) -> (usize, bool) {
         match self.0.next() {
             Some(d) if runnable.contains(&d.thread) => (d.thread, d.fail),
             _ => (runnable[0], false),
@@ -289,8 +313,8 @@ impl<C: Chooser> Recorder<C> {
 }
 
 impl<C: Chooser> Chooser for Recorder<C> {
-    fn choose(&mut self, runnable: &[usize], mid_op: &[bool]) -> (usize, bool) {
-        let (thread, fail) = self.inner.choose(runnable, mid_op);
+    fn choose(&mut self, runnable: &[usize], threads: &[ThreadView]) -> (usize, bool) {
+        let (thread, fail) = self.inner.choose(runnable, threads);
         self.decisions.push(Decision { thread, fail });
         (thread, fail)
     }
@@ -451,7 +475,8 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
                     ThreadOp::Increment(k) => Request::Increment(t.held[k as usize % t.held.len()]),
                     ThreadOp::ReleasePrefill(_) if prefilled.is_empty() => continue,
                     ThreadOp::ReleasePrefill(k) => {
-                        Request::Decrement(prefilled.swap_remove(k as usize % prefilled.len()))
+                        let i = prefilled.len() - 1 - k as usize % prefilled.len();
+                        Request::Decrement(prefilled.remove(i))
                     }
                 };
                 t.current = Some(Running {
@@ -469,11 +494,14 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
         if runnable.is_empty() {
             break;
         }
-        let mid_op: Vec<bool> = threads
+        let views: Vec<ThreadView> = threads
             .iter()
-            .map(|t| t.current.as_ref().is_some_and(|r| r.steps > 0))
+            .map(|t| ThreadView {
+                mid_op: t.current.as_ref().is_some_and(|r| r.steps > 0),
+                next_phase: t.current.as_ref().map_or("done", |r| r.op.phase()),
+            })
             .collect();
-        let (t, fail_alloc) = chooser.choose(&runnable, &mid_op);
+        let (t, fail_alloc) = chooser.choose(&runnable, &views);
         let others_in_flight = runnable
             .iter()
             .any(|&i| i != t && threads[i].current.as_ref().is_some_and(|r| r.steps > 0));

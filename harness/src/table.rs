@@ -71,7 +71,8 @@ pub enum TableOp {
         /// How many.
         n: u32,
     },
-    /// Insert this many fresh nodes (at most [`MAX_BULK`]).
+    /// Insert this many fresh nodes (at most [`MAX_BULK`], and never past
+    /// [`MAX_HANDLES`] live handles).
     InsertMany(Count),
     /// Drop every reference of every handle at or above this one, highest
     /// first.
@@ -115,7 +116,13 @@ impl<'a> Arbitrary<'a> for TableOp {
 }
 
 /// The most nodes one bulk insert adds: the legacy scan is O(n) per insert.
-pub const MAX_BULK: usize = 512;
+pub const MAX_BULK: usize = 128;
+
+/// Bulk inserts stop at this many live handles: two of the three flavours
+/// scan linearly (the legacy one always, the C one once disabled), so a
+/// run's cost grows with the square of its handles. Deep capacities are
+/// `pool_ops`' business.
+pub const MAX_HANDLES: usize = 1024;
 
 /// Fresh nodes for bulk inserts start here, above every [`Node`].
 const FRESH_NODES: NodeId = 1 << 32;
@@ -374,7 +381,9 @@ pub fn run(ops: &[TableOp]) -> Events {
             }],
             TableOp::Increment(sel) => vec![Request::Increment(tables[0].1.resolve(sel))],
             TableOp::Decrement(sel) => vec![Request::Decrement(tables[0].1.resolve(sel))],
-            TableOp::InsertMany(Count(n)) => (0..n.min(MAX_BULK))
+            TableOp::InsertMany(Count(n)) => (0..n
+                .min(MAX_BULK)
+                .min(MAX_HANDLES.saturating_sub(tables[0].1.handles.len())))
                 .map(|_| {
                     fresh += 1;
                     Request::Insert {

@@ -7,12 +7,14 @@
 //! triage dedup <dir>                      group artifacts by how the oracle failed
 //! triage promote <file> --name N          minimise into corpus/regressions/<target>/N.trace
 //! triage report <dir>                     groups, sizes and minimised lengths, as Markdown
+//! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
 //! ```
 //!
 //! Inputs are never modified, and nothing existing is overwritten.
 
 mod input;
 mod minimize;
+mod plot;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -79,6 +81,15 @@ enum Command {
         #[arg(long, default_value = "corpus/regressions")]
         regressions: PathBuf,
     },
+    /// Plot coverage over time from time-stamped libFuzzer logs, as SVG.
+    Plot {
+        /// Logs as NAME=PATH (lines prefixed with elapsed seconds, as ci/campaign.sh writes).
+        #[arg(required = true)]
+        logs: Vec<String>,
+        /// The SVG file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {
         /// A findings directory (searched recursively).
@@ -116,6 +127,7 @@ fn main() -> ExitCode {
             &regressions,
         ),
         Command::Report { dir, target } => report(&dir, target.as_deref()),
+        Command::Plot { logs, output } => plot_cmd(&logs, &output),
     };
     result.unwrap_or_else(|e| {
         eprintln!("triage: {e}");
@@ -339,6 +351,21 @@ fn report(dir: &Path, target: Option<&str>) -> Result<ExitCode, String> {
         };
         println!("| {key} | {} | {} | {min} |", files.len(), rep.display());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot_cmd(logs: &[String], output: &Path) -> Result<ExitCode, String> {
+    let series = logs
+        .iter()
+        .map(|arg| {
+            let (name, path) = arg
+                .split_once('=')
+                .ok_or_else(|| format!("expected NAME=PATH, found {arg:?}"))?;
+            plot::read_log(name, Path::new(path))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    plot::draw(&series, output)?;
+    println!("{}", output.display());
     Ok(ExitCode::SUCCESS)
 }
 

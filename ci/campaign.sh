@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The campaign: fuzz every target for a while, keep what it learns, triage
+# what it finds, and write a report.
+#
+#   ci/campaign.sh [--minutes N] [--jobs J] [--targets a,b] [--out DIR] [--coverage]
+#
+#   --minutes N   how long each target runs (default 10)
+#   --jobs J      targets fuzzed at once (default: the number of cores)
+#   --targets     a comma-separated subset (default: all four)
+#   --out DIR     where the report goes (default campaign-<date>/, not tracked)
+#   --coverage    also run `cargo fuzz coverage` (needs the nightly
+#                 llvm-tools-preview component)
+#
+# Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
+# target's coverage and exec/s. Afterwards it merges the new inputs into
+# corpus/<target> (minimised with libFuzzer's -merge=1, i.e. cmin), groups
+# any crash with `triage report` (which minimises one input per group), and
+# writes DIR/report.md with exec/s per target and DIR/coverage.svg, the
+# coverage growth over time. Exits 1 when a crash was found.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+minutes=10
+jobs=$(nproc)
+targets="pool_ops,dbitmap_ops,handle_table,concurrent_resize"
+out="campaign-$(date +%Y%m%d-%H%M%S)"
+coverage=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --minutes) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--minutes needs a number"; minutes=$2; shift 2 ;;
+    --jobs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive number"; jobs=$2; shift 2 ;;
+    --targets) [ -n "${2:-}" ] || die "--targets needs a list"; targets=$2; shift 2 ;;
+    --out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
+    --coverage) coverage=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+    esac
+done
+list=(${targets//,/ })
+for t in "${list[@]}"; do
+    case "$t" in pool_ops|dbitmap_ops|handle_table|concurrent_resize) ;; *) die "unknown target '$t'" ;; esac
+    [ -n "$(ls -A "$ROOT/corpus/$t" 2>/dev/null)" ] || die "corpus/$t is missing or empty"
+done
+[ -e "$out" ] && die "$out exists already: pick another --out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+"$ROOT/ci/install-fuzzers.sh" cargo-fuzz
+step "building the fuzz targets and triage"
+(cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
+(cd "$ROOT" && cargo build --release -q -p triage)
+triage="$ROOT/target/release/triage"
+
+# Each target fuzzes into a fresh directory, reading corpus/<target> too;
+# every log line gets the seconds elapsed, for the coverage plot.
+run_target() {
+    local t=$1
+    mkdir -p "$out/new/$t" "$out/crashes/$t"
+    (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$out/new/$t" "$ROOT/corpus/$t" -- \
+        -max_total_time=$((minutes * 60)) -print_final_stats=1 -artifact_prefix="$out/crashes/$t/" \
+        -print_pcs=0 2>&1 || true) | {
+        local start=$SECONDS
+        while IFS= read -r line; do printf '%s %s\n' "$((SECONDS - start))" "$line"; done
+    } > "$out/$t.log"
+}
+
+status() {
+    for t in "${list[@]}"; do
+        [ -f "$out/$t.log" ] || { printf '  %-18s waiting\n' "$t"; continue; }
+        last=$(grep -a 'cov:' "$out/$t.log" | tail -1)
+        printf '  %-18s %4ss  cov %-6s exec/s %-6s crashes %s\n' "$t" "${last%% *}" \
+            "$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")" \
+            "$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$last")" \
+            "$(find "$out/crashes/$t" -type f 2>/dev/null | wc -l)"
+    done
+}
+
+step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time (output: $out)"
+pids=()
+for t in "${list[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 30; echo "[$(date +%T)]"; status; done
+    run_target "$t" & pids+=($!)
+done
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do sleep 30; echo "[$(date +%T)]"; status; done
+wait "${pids[@]}" 2>/dev/null || true
+
+step "merging new inputs into corpus/ (libFuzzer -merge=1)"
+declare -A before after
+for t in "${list[@]}"; do
+    before[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
+    merged="$out/merged/$t"; mkdir -p "$merged"
+    (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$merged" "$ROOT/corpus/$t" "$out/new/$t" -- \
+        -merge=1) > "$out/$t.merge.log" 2>&1 || die "merge failed for $t (see $out/$t.merge.log)"
+    if [ -n "$(ls -A "$merged")" ]; then
+        find "$ROOT/corpus/$t" -type f -delete
+        cp "$merged"/* "$ROOT/corpus/$t"/
+    fi
+    after[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
+done
+
+crashes=$(find "$out/crashes" -type f | wc -l)
+if [ "$crashes" -gt 0 ]; then
+    step "triaging $crashes crash(es)"
+    "$triage" report "$out/crashes" > "$out/crashes.md" || true
+fi
+
+if [ "$coverage" -eq 1 ]; then
+    step "source coverage (cargo fuzz coverage)"
+    for t in "${list[@]}"; do
+        (cd "$ROOT/fuzz" && fuzz_cargo fuzz coverage "$t" "$ROOT/corpus/$t") > "$out/$t.coverage.log" 2>&1 \
+            || echo "coverage for $t failed (needs: rustup component add llvm-tools-preview --toolchain nightly); see $out/$t.coverage.log" >&2
+    done
+fi
+
+logs=()
+for t in "${list[@]}"; do logs+=("$t=$out/$t.log"); done
+"$triage" plot "${logs[@]}" -o "$out/coverage.svg" > /dev/null
+
+{
+    echo "# Campaign $(basename "$out")"
+    echo
+    echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
+    echo
+    echo "| target | exec/s | runs | coverage (start → end) | corpus before → after | crashes |"
+    echo "| --- | ---: | ---: | --- | --- | ---: |"
+    for t in "${list[@]}"; do
+        log="$out/$t.log"
+        first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+        last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+        echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${before[$t]} → ${after[$t]} | $(find "$out/crashes/$t" -type f | wc -l) |"
+    done
+    echo
+    echo "![coverage over time](coverage.svg)"
+    echo
+    if [ "$crashes" -gt 0 ]; then
+        echo "## Crashes"
+        echo
+        cat "$out/crashes.md"
+    else
+        echo "No crash."
+    fi
+} > "$out/report.md"
+
+step "report: $out/report.md"
+cat "$out/report.md"
+[ "$crashes" -eq 0 ] || exit 1
