@@ -58,7 +58,7 @@ const PREFILL_NODES: NodeId = 1 << 40;
 const FRESH_NODES: NodeId = 1 << 41;
 /// The counts [`ThreadOp::InsertMany`] draws from: enough for another
 /// thread to fill, grow past, or refill what a resize is about to cut.
-pub const BULK_COUNTS: [u16; 7] = [8, 32, 33, 64, 65, 128, 200];
+pub const BULK_COUNTS: [u16; 7] = [8, 32, 33, 64, 65, 66, 128];
 /// The most steps one operation may take before it counts as a livelock.
 pub const STEP_BOUND: usize = 256;
 /// A schedule byte at or above this fails the allocation it schedules.
@@ -602,12 +602,13 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
                     running.what
                 ));
             }
-            let model_map: BTreeMap<u32, (NodeId, u32)> = refs
-                .by_handle()
-                .iter()
-                .map(|(&h, info)| (h, (info.node, info.count)))
-                .collect();
-            if model_map != model.handles {
+            let table = || {
+                refs.by_handle()
+                    .iter()
+                    .map(|(&h, info)| (h, (info.node, info.count)))
+            };
+            if !table().eq(model.handles.iter().map(|(&h, &v)| (h, v))) {
+                let model_map: BTreeMap<u32, (NodeId, u32)> = table().collect();
                 fail(
                     &out,
                     "by_handle",

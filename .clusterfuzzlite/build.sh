@@ -1,0 +1,18 @@
+#!/bin/bash -eu
+# ClusterFuzzLite / OSS-Fuzz build: every libFuzzer target, with its seed
+# corpus (<target>_seed_corpus.zip) and dictionary (<target>.dict), into
+# $OUT. The base image's cargo wrapper adds the sanitizer flags; extra
+# cargo-fuzz flags can come from $CARGO_FUZZ_ARGS (ci/oss-fuzz-check.sh
+# passes `--sanitizer none` to exercise this script outside the image).
+cd "$SRC/idpool"
+targets="pool_ops dbitmap_ops handle_table concurrent_resize trace_roundtrip"
+# shellcheck disable=SC2086
+(cd fuzz && cargo fuzz build -O --debug-assertions ${CARGO_FUZZ_ARGS:-})
+bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release
+for t in $targets; do
+    cp "$bin_dir/$t" "$OUT/"
+    cp "fuzz/dict/$t.dict" "$OUT/$t.dict"
+    if [ -d "corpus/$t" ]; then
+        zip -jq "$OUT/${t}_seed_corpus.zip" corpus/"$t"/*
+    fi
+done

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Exercises .clusterfuzzlite/build.sh outside its Docker image, with SRC and
+# OUT in temporary directories, and checks that every fuzzer binary, seed
+# corpus archive and dictionary comes out, and that each binary runs a few
+# inputs with its dictionary.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+"$ROOT/ci/install-fuzzers.sh" cargo-fuzz
+SRC=$(mktemp -d) OUT=$(mktemp -d)
+trap 'rm -rf "$SRC" "$OUT"' EXIT
+ln -s "$ROOT" "$SRC/idpool"
+step "building with .clusterfuzzlite/build.sh (SRC=$SRC OUT=$OUT)"
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then export RUSTUP_TOOLCHAIN=nightly; fi
+SRC="$SRC" OUT="$OUT" CARGO_FUZZ_ARGS="--sanitizer none" bash "$ROOT/.clusterfuzzlite/build.sh"
+
+missing=0
+for t in pool_ops dbitmap_ops handle_table concurrent_resize trace_roundtrip; do
+    [ -x "$OUT/$t" ] || { echo "missing fuzzer binary $OUT/$t" >&2; missing=$((missing + 1)); continue; }
+    [ -s "$OUT/$t.dict" ] || { echo "missing dictionary $OUT/$t.dict" >&2; missing=$((missing + 1)); }
+    if [ "$t" != trace_roundtrip ]; then
+        n=$(unzip -Z1 "$OUT/${t}_seed_corpus.zip" 2>/dev/null | wc -l)
+        [ "$n" -gt 0 ] || { echo "missing or empty $OUT/${t}_seed_corpus.zip" >&2; missing=$((missing + 1)); }
+    fi
+    "$OUT/$t" -dict="$OUT/$t.dict" -runs=200 > "$OUT/$t.run.log" 2>&1 \
+        || { tail -5 "$OUT/$t.run.log" >&2; echo "$t does not run with its dictionary" >&2; missing=$((missing + 1)); }
+    echo "$t: binary, dictionary$([ "$t" = trace_roundtrip ] || echo ", $n seeds") ok"
+done
+[ "$missing" -eq 0 ] || exit 1
+echo "oss-fuzz build: every target, seed corpus and dictionary came out"
