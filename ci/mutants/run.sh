@@ -6,6 +6,8 @@
 #
 #   ci/mutants/run.sh [--budget SECONDS] [PATCH...]
 #
+# libFuzzer runs with -seed=$FUZZ_SEED (default 1).
+#
 # A patch is a unified diff after a header: one line saying what the bug is,
 # then "Targets: t1 t2", the targets to try in order. Exits 1 when a patch
 # is not caught within the budget, 2 on bad usage. The tree is never
@@ -15,13 +17,16 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 
 budget=60
+# libFuzzer's random seed: fixed, so that a run can be repeated (its
+# timing still varies with the machine's load).
+seed=${FUZZ_SEED:-1}
 patches=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --budget)
         [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || die "--budget needs a number of seconds"
         budget=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) [ -f "$1" ] || die "no such patch: $1"; patches+=("$1"); shift ;;
     esac
@@ -67,7 +72,7 @@ for patch in "${patches[@]}"; do
         rm -rf "$corpus" "$artifacts" && mkdir -p "$corpus" "$artifacts"
         start=$(date +%s.%N)
         (cd "$tree/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$target" "$corpus" -- \
-            -max_total_time="$budget" -artifact_prefix="$artifacts/" -print_final_stats=1) \
+            -max_total_time="$budget" -seed="$seed" -artifact_prefix="$artifacts/" -print_final_stats=1) \
             > "$log" 2>&1 || true
         end=$(date +%s.%N)
         if [ -n "$(ls -A "$artifacts")" ]; then

@@ -80,7 +80,7 @@ pub enum ThreadOp {
     /// Drop the reference of a prefilled handle, the k-th highest (modulo
     /// how many; 0 is the highest): its last reference, the release that
     /// shrinks.
-    ReleasePrefill(u8),
+    ReleasePrefill(#[arbitrary(with = |u: &mut Unstructured| u.int_in_range(0..=3))] u8),
     /// Take one more reference on a handle this thread holds.
     Increment(u8),
     /// Insert this many private nodes, one operation each.
@@ -122,11 +122,25 @@ impl<'a> Arbitrary<'a> for Program {
                 [u.int_in_range(0..=13)?],
             _ => u.int_in_range(0..=300)?,
         };
+        // Keep the ids below a quarter of the capacity, at it, or above it:
+        // the release of the highest then shrinks, or just does not.
+        let quarter: u32 = (prefill + 1) / 4;
         let keep = match u.int_in_range(0u8..=3)? {
-            0 => [1, 16, 31, 32, 33, 63, 64][u.int_in_range(0..=6)?],
+            0..=1 => [
+                quarter,
+                quarter + 1,
+                quarter.saturating_sub(1),
+                1,
+                16,
+                32,
+                64,
+            ][u.int_in_range(0..=6)?],
             _ => prefill,
         };
-        let n = u.int_in_range(2..=4)?;
+        let n = match u.int_in_range(0u8..=3)? {
+            0..=1 => 2,
+            n => n + 1,
+        };
         let threads = (0..n)
             .map(|_| {
                 let len = u.int_in_range(1..=6)?;
