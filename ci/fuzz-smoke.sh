@@ -59,6 +59,15 @@ for engine in ${engines//,/ }; do
             summary+=("libfuzzer $t: ${rate:-?} exec/s${found:+, CRASH $found}")
             [ -z "$found" ] || { crashes=$((crashes + 1)); grep -m3 -A2 "panicked" "$work/libfuzzer/$t/log" >&2 || true; }
         done
+        # The trace parser faces user input: fuzz it too (no corpus needed).
+        t=trace_roundtrip; mkdir -p "$work/libfuzzer/$t/corpus" "$work/libfuzzer/$t/artifacts"
+        step "libFuzzer: $t for ${seconds}s"
+        (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$work/libfuzzer/$t/corpus" -- \
+            -max_total_time="$seconds" -dict="$ROOT/fuzz/dict/$t.dict" \
+            -artifact_prefix="$work/libfuzzer/$t/artifacts/" -print_final_stats=1) > "$work/libfuzzer/$t/log" 2>&1 || true
+        found=$(find "$work/libfuzzer/$t/artifacts" -type f | head -1)
+        summary+=("libfuzzer $t: $(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/libfuzzer/$t/log") exec/s${found:+, CRASH $found}")
+        [ -z "$found" ] || crashes=$((crashes + 1))
         ;;
     afl)
         "$ROOT/ci/install-fuzzers.sh" afl

@@ -26,7 +26,10 @@
 //! operation left; until it holds an allocated resizer and waits to commit
 //! it); a byte of `0xf0` or more fails the allocation, if the step is one. Bursts let a short input say "this thread waits in its
 //! window while that one does a lot". When the bytes run out, the lowest
-//! runnable thread runs and nothing fails. No RNG is involved: the same
+//! runnable thread that is not waiting to commit a resize runs, and nothing
+//! fails: a thread that holds an allocated resizer commits only when the
+//! others are done, so even a schedule of no byte at all opens the widest
+//! window. No RNG is involved: the same
 //! input is the same execution, and libFuzzer's minimiser shrinks program
 //! and schedule together. The schedule as it ran is recorded step by step
 //! ([`Decision`]), and that is what a trace stores and replays.
@@ -269,7 +272,10 @@ impl Chooser for ByteChooser<'_> {
             self.burst = None;
         }
         if self.bytes.is_empty() {
-            return (runnable[0], false);
+            // Out of bytes: threads parked at a commit go last, so every
+            // program exposes its widest window by default.
+            let free = runnable.iter().find(|&&t| !at_commit(&threads[t]));
+            return (*free.unwrap_or(&runnable[0]), false);
         }
         let b = u8::arbitrary(&mut self.bytes).unwrap_or(0);
         let t = runnable[(b & 3) as usize % runnable.len()];
