@@ -84,52 +84,51 @@ fn order(lifo: bool) -> Box<dyn Iterator<Item = usize>> {
     }
 }
 
-/// Release 100k ids one by one, each followed by `shrink_request` and, when it
-/// says so, the shrink (as Binder does on every last reference drop).
+/// Releases every id in `order`, each followed by `shrink_request` and, when
+/// it says so, the shrink (as Binder does on every last reference drop).
+fn teardown<P>(
+    bencher: Bencher,
+    order_name: &str,
+    full: fn() -> P,
+    release_and_shrink: fn(&mut P, usize),
+) {
+    let lifo = order_name == "lifo";
+    bencher.with_inputs(full).bench_local_values(|mut pool| {
+        for id in order(lifo) {
+            release_and_shrink(&mut pool, id);
+        }
+        pool
+    });
+}
+
+/// Release 100k ids one by one, each followed by `shrink_request` and, when
+/// it says so, the shrink.
 #[divan::bench(args = ["fifo", "lifo"], sample_count = 20)]
 fn idpool_teardown(bencher: Bencher, order_name: &str) {
-    let lifo = order_name == "lifo";
-    bencher
-        .with_inputs(full_idpool)
-        .bench_local_values(|mut pool| {
-            for id in order(lifo) {
-                pool.release_id(id);
-                if let Some(request) = pool.shrink_request() {
-                    pool.shrink(request.realloc(Gfp::Kernel).unwrap());
-                }
-            }
-            pool
-        });
+    teardown(bencher, order_name, full_idpool, |pool, id| {
+        pool.release_id(id);
+        if let Some(request) = pool.shrink_request() {
+            pool.shrink(request.realloc(Gfp::Kernel).unwrap());
+        }
+    });
 }
 
 /// The same teardown for the C flavour.
 #[divan::bench(args = ["fifo", "lifo"], sample_count = 20)]
 fn dbitmap_teardown(bencher: Bencher, order_name: &str) {
-    let lifo = order_name == "lifo";
-    bencher
-        .with_inputs(full_dbitmap)
-        .bench_local_values(|mut dmap| {
-            for id in order(lifo) {
-                dmap.clear_bit(id);
-                let nbits = dmap.shrink_nbits();
-                if nbits != 0 {
-                    dmap.shrink(DBitmap::zalloc(nbits, Gfp::Kernel), nbits);
-                }
-            }
-            dmap
-        });
+    teardown(bencher, order_name, full_dbitmap, |dmap, id| {
+        dmap.clear_bit(id);
+        let nbits = dmap.shrink_nbits();
+        if nbits != 0 {
+            dmap.shrink(DBitmap::zalloc(nbits, Gfp::Kernel), nbits);
+        }
+    });
 }
 
 /// The baseline for the two above: the releases alone, never asking to shrink.
 #[divan::bench(args = ["fifo", "lifo"], sample_count = 20)]
 fn idpool_teardown_without_shrink(bencher: Bencher, order_name: &str) {
-    let lifo = order_name == "lifo";
-    bencher
-        .with_inputs(full_idpool)
-        .bench_local_values(|mut pool| {
-            for id in order(lifo) {
-                pool.release_id(id);
-            }
-            pool
-        });
+    teardown(bencher, order_name, full_idpool, |pool, id| {
+        pool.release_id(id)
+    });
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{DBitmap, Gfp, IdPool};
+use crate::{AllocSite, DBitmap, Gfp, IdPool};
 
 fn snapshot<F: Flavour>(t: &HandleTable<F>) -> (BTreeMap<u32, RefInfo>, Option<Vec<u32>>, usize) {
     let refs = t.refs();
@@ -122,20 +122,10 @@ fn idpool_failed_grow_is_enomem_and_changes_nothing() {
         t.insert_or_update_handle(node, false).unwrap();
     }
     let before = snapshot(&t);
-    // First allocation (the reference) succeeds, the second (the bitmap) fails.
-    let mut op = Operation::<IdPool>::new(Request::Insert {
-        node: 64,
-        is_manager: false,
-    });
-    let mut gfps = [Gfp::Kernel, Gfp::Fail].into_iter();
-    let outcome = loop {
-        match op.next() {
-            Next::Locked => op.step_locked(&mut t.refs),
-            Next::Unlocked => op.step_unlocked(gfps.next().unwrap()),
-            Next::Done(outcome) => break outcome,
-        }
-    };
-    assert_eq!(outcome, Err(Error::NoMemory));
+    // The reference's allocation succeeds, the bitmap's fails.
+    t.faults().fail_next_at(AllocSite::Grow, 1);
+    assert_eq!(t.insert_or_update_handle(64, false), Err(Error::NoMemory));
+    assert_eq!(t.faults().pending(), 0);
     assert_eq!(snapshot(&t), before);
 }
 
@@ -145,18 +135,8 @@ fn dbitmap_failed_grow_falls_back_to_the_linear_scan() {
     for node in 1..=63 {
         t.insert_or_update_handle(node, false).unwrap();
     }
-    let mut op = Operation::<DBitmap>::new(Request::Insert {
-        node: 64,
-        is_manager: false,
-    });
-    let mut gfps = [Gfp::Kernel, Gfp::Fail].into_iter();
-    let outcome = loop {
-        match op.next() {
-            Next::Locked => op.step_locked(&mut t.refs),
-            Next::Unlocked => op.step_unlocked(gfps.next().unwrap()),
-            Next::Done(outcome) => break outcome,
-        }
-    };
+    t.faults().fail_next_at(AllocSite::Grow, 1);
+    let outcome = t.insert_or_update_handle(64, false);
     assert_eq!(outcome, Ok(64), "the scan still finds the smallest free id");
     assert!(!t.refs().pool().enabled());
     assert_eq!(t.capacity(), 0);
