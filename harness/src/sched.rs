@@ -455,14 +455,14 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
     let mut out = Outcome::default();
     let fail = |out: &Outcome,
                 check: &str,
-                op: &ThreadOp,
+                op: &dyn fmt::Debug,
                 capacity: usize,
                 what: fmt::Arguments<'_>|
      -> ! {
         check::fail(Failure {
             target: "concurrent_resize",
             step: out.schedule.0.len(),
-            op_kind: check::kind_of(op),
+            op_kind: check::kind_of(&op),
             check: check.to_string(),
             capacity,
             message: format!(
@@ -616,27 +616,35 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
                 };
                 running.expected = expected;
             }
-            if let Err(violation) = refs.check_invariants() {
-                fail(&out, "invariant", &running.what, after, format_args!(
-                    "thread {t}'s {:?}, phase {phase}: invariant broken at lock release: {violation}",
-                    running.what
-                ));
-            }
-            let table = || {
-                refs.by_handle()
-                    .iter()
-                    .map(|(&h, info)| (h, (info.node, info.count)))
-            };
-            if !table().eq(model.handles.iter().map(|(&h, &v)| (h, v))) {
-                let model_map: BTreeMap<u32, (NodeId, u32)> = table().collect();
+            // Every lock release is checked in full while the table is
+            // small. A check costs O(handles), and bulk programs hold
+            // thousands: above FULL_CHECK_LIMIT handles, the full check runs
+            // after every commit, every 32nd step and at the end, and the
+            // other releases compare the number of handles.
+            let full = refs.by_handle().len() <= FULL_CHECK_LIMIT
+                || phase.ends_with("commit")
+                || out.schedule.0.len() % 32 == 0;
+            if full {
+                check_against_model(&refs, &model, &|check, what| {
+                    fail(
+                        &out,
+                        check,
+                        &running.what,
+                        after,
+                        format_args!("thread {t}'s {:?}, phase {phase}: {what}", running.what),
+                    )
+                });
+            } else if refs.by_handle().len() != model.handles.len() {
                 fail(
                     &out,
                     "by_handle",
                     &running.what,
                     after,
                     format_args!(
-                        "thread {t}'s {:?}, phase {phase}: by_handle {model_map:?}, model {:?}",
-                        running.what, model.handles
+                        "thread {t}'s {:?}, phase {phase}: {} handles, model {}",
+                        running.what,
+                        refs.by_handle().len(),
+                        model.handles.len()
                     ),
                 );
             }
@@ -677,7 +685,42 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
             }
         }
     }
+    check_against_model(&refs, &model, &|check, what| {
+        fail(
+            &out,
+            check,
+            &"end of run",
+            refs.pool().capacity(),
+            format_args!("at the end: {what}"),
+        )
+    });
     out
+}
+
+/// Above this many handles, not every lock release gets the full check.
+const FULL_CHECK_LIMIT: usize = 128;
+
+/// The table's invariants, and `by_handle` against the model's; `fail`
+/// hears the check's name and what is wrong.
+fn check_against_model<F: Flavour>(refs: &NodeRefs<F>, model: &Model, fail: &dyn Fn(&str, String)) {
+    if let Err(violation) = refs.check_invariants() {
+        fail(
+            "invariant",
+            format!("invariant broken at lock release: {violation}"),
+        );
+    }
+    let table = || {
+        refs.by_handle()
+            .iter()
+            .map(|(&h, info)| (h, (info.node, info.count)))
+    };
+    if !table().eq(model.handles.iter().map(|(&h, &v)| (h, v))) {
+        let actual: BTreeMap<u32, (NodeId, u32)> = table().collect();
+        fail(
+            "by_handle",
+            format!("by_handle {actual:?}, model {:?}", model.handles),
+        );
+    }
 }
 
 /// Runs one operation to completion on `refs` with no interference.
