@@ -65,6 +65,7 @@ run_target() {
 }
 
 status() {
+    local t last
     for t in "${list[@]}"; do
         [ -f "$out/$t.log" ] || { printf '  %-18s waiting\n' "$t"; continue; }
         last=$(grep -a 'cov:' "$out/$t.log" | tail -1)
