@@ -41,7 +41,13 @@ pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
             format!("{shown}: raw bytes, and the path does not name a target: pass --target (one of {})", TARGETS.join(", "))
         })?,
     };
-    let trace = Trace::from_bytes(target, &data).expect("a known target");
+    // A concurrent input is run once to record its schedule; it may well
+    // fail, and its panic message would only be noise here.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let trace = Trace::from_bytes(target, &data);
+    std::panic::set_hook(hook);
+    let trace = trace.expect("a known target");
     if trace.is_empty() {
         return Err(format!(
             "{shown}: {} bytes that decode to no {target} operation (truncated input?)",

@@ -322,7 +322,7 @@ fn promote(
         failure.signature(),
         today(),
         file.display(),
-        failure.message.lines().next().unwrap_or_default(),
+        shorten(failure.message.lines().next().unwrap_or_default(), 200),
         root_cause.unwrap_or("(not yet written)"),
     );
     write_new(&dest, &format!("{header}{min}"))?;
@@ -367,6 +367,14 @@ fn plot_cmd(logs: &[String], output: &Path) -> Result<ExitCode, String> {
     plot::draw(&series, output)?;
     println!("{}", output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text`, cut to at most `max` characters with an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
