@@ -21,3 +21,11 @@ fuzz_cargo() {
 # in executions per second: build without it, with debug assertions (the
 # table's mismatch check and overflow checks) on.
 FUZZ_BUILD_FLAGS=(-O --debug-assertions --sanitizer none)
+
+# Copies the working tree as it is (committed or not), without build
+# output, into the empty directory $1.
+copy_tree() {
+    rm -rf "$1" && mkdir -p "$1"
+    (cd "$ROOT" && tar --exclude=./target --exclude=./fuzz/target --exclude=./.git \
+        --exclude=./fuzz/artifacts --exclude=./fuzz/corpus -cf - .) | tar -xf - -C "$1"
+}

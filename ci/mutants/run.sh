@@ -53,10 +53,7 @@ for patch in "${patches[@]}"; do
     step "$name: $(head -n 1 "$patch")"
 
     tree="$work/tree"
-    rm -rf "$tree" && mkdir -p "$tree"
-    # The working tree as it is (committed or not), without build output.
-    (cd "$ROOT" && tar --exclude=./target --exclude=./fuzz/target --exclude=./.git \
-        --exclude=./fuzz/artifacts --exclude=./fuzz/corpus -cf - .) | tar -xf - -C "$tree"
+    copy_tree "$tree"
     if ! patch -d "$tree" -p1 -s < "$patch"; then
         echo "| $name | patch does not apply | | |" >> "$report"; missed=$((missed + 1)); continue
     fi

@@ -38,9 +38,7 @@ for patch in "${patches[@]}"; do
     fi
     step "$name: $artifact"
     tree="$work/tree-triage"
-    rm -rf "$tree" && mkdir -p "$tree"
-    (cd "$ROOT" && tar --exclude=./target --exclude=./fuzz/target --exclude=./.git \
-        --exclude=./fuzz/artifacts -cf - .) | tar -xf - -C "$tree"
+    copy_tree "$tree"
     patch -d "$tree" -p1 -s < "$patch"
     (cd "$tree" && cargo build --release -q -p triage)
     out="$work/promoted/$name.log"
