@@ -128,11 +128,6 @@ pub fn take_narration() -> Vec<String> {
     })
 }
 
-/// Whether comparisons are being recorded.
-pub fn narrating() -> bool {
-    NARRATION.with(|n| n.borrow().is_some())
-}
-
 /// Records one line of narration, if narrating.
 pub fn narrate(line: impl FnOnce() -> String) {
     NARRATION.with(|n| {

@@ -26,92 +26,59 @@ use arbitrary::{Arbitrary, Unstructured};
 /// The most operations one input runs.
 pub const MAX_OPS: usize = 64;
 
-/// How often the interesting paths were taken in a run. The smoke test
-/// asserts that random inputs reach all of them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Events {
-    /// A grow raised the capacity.
-    pub grow_committed: u32,
-    /// A grow commit found the pool already as large (stale resizer).
-    pub stale_grow_ignored: u32,
-    /// A grow request was refused at the 2^30 ceiling.
-    pub grow_at_ceiling: u32,
-    /// A shrink lowered the capacity.
-    pub shrink_committed: u32,
-    /// A shrink commit re-validated and refused.
-    pub shrink_refused: u32,
-    /// A stale shrink raised the capacity (the kernel's quirk).
-    pub shrink_raised_capacity: u32,
-    /// An injected allocation failure took effect.
-    pub alloc_failed: u32,
-    /// An acquire found the pool full.
-    pub pool_full: u32,
-    /// A dbitmap was disabled.
-    pub disabled: u32,
-    /// A disabled dbitmap's table found an id with the linear scan.
-    pub scan_fallback: u32,
-    /// A dead process refused an insert.
-    pub dead_refused: u32,
-    /// A step ran with a capacity of 4096 ids or more.
-    pub deep: u32,
-    /// A critical section ran while another thread's operation was between
-    /// two of its steps (concurrent target only).
-    pub interleaved: u32,
+/// Declares [`Events`] and its helpers from one list of counters, so that
+/// a new counter cannot be forgotten by `counts` or `merge`.
+macro_rules! events {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// How often the interesting paths were taken in a run. The smoke
+        /// test asserts that random inputs reach all of them.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Events {
+            $($(#[doc = $doc])* pub $name: u32,)*
+        }
+
+        impl Events {
+            /// Every counter with its name.
+            pub fn counts(&self) -> Vec<(&'static str, u32)> {
+                vec![$((stringify!($name), self.$name),)*]
+            }
+
+            /// Adds `other`'s counts to these.
+            pub fn merge(&mut self, other: Events) {
+                $(self.$name += other.$name;)*
+            }
+        }
+    };
 }
 
-impl Events {
-    /// Every counter with its name.
-    pub fn counts(&self) -> [(&'static str, u32); 13] {
-        let Events {
-            grow_committed,
-            stale_grow_ignored,
-            grow_at_ceiling,
-            shrink_committed,
-            shrink_refused,
-            shrink_raised_capacity,
-            alloc_failed,
-            pool_full,
-            disabled,
-            scan_fallback,
-            dead_refused,
-            deep,
-            interleaved,
-        } = *self;
-        [
-            ("grow_committed", grow_committed),
-            ("stale_grow_ignored", stale_grow_ignored),
-            ("grow_at_ceiling", grow_at_ceiling),
-            ("shrink_committed", shrink_committed),
-            ("shrink_refused", shrink_refused),
-            ("shrink_raised_capacity", shrink_raised_capacity),
-            ("alloc_failed", alloc_failed),
-            ("pool_full", pool_full),
-            ("disabled", disabled),
-            ("scan_fallback", scan_fallback),
-            ("dead_refused", dead_refused),
-            ("deep", deep),
-            ("interleaved", interleaved),
-        ]
-    }
-
-    /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: Events) {
-        let e = self;
-        let o = other;
-        e.grow_committed += o.grow_committed;
-        e.stale_grow_ignored += o.stale_grow_ignored;
-        e.grow_at_ceiling += o.grow_at_ceiling;
-        e.shrink_committed += o.shrink_committed;
-        e.shrink_refused += o.shrink_refused;
-        e.shrink_raised_capacity += o.shrink_raised_capacity;
-        e.alloc_failed += o.alloc_failed;
-        e.pool_full += o.pool_full;
-        e.disabled += o.disabled;
-        e.scan_fallback += o.scan_fallback;
-        e.dead_refused += o.dead_refused;
-        e.deep += o.deep;
-        e.interleaved += o.interleaved;
-    }
+events! {
+    /// A grow raised the capacity.
+    grow_committed,
+    /// A grow commit found the pool already as large (stale resizer).
+    stale_grow_ignored,
+    /// A grow request was refused at the 2^30 ceiling.
+    grow_at_ceiling,
+    /// A shrink lowered the capacity.
+    shrink_committed,
+    /// A shrink commit re-validated and refused.
+    shrink_refused,
+    /// A stale shrink raised the capacity (the kernel's quirk).
+    shrink_raised_capacity,
+    /// An injected allocation failure took effect.
+    alloc_failed,
+    /// An acquire found the pool full.
+    pool_full,
+    /// A dbitmap was disabled.
+    disabled,
+    /// A disabled dbitmap's table found an id with the linear scan.
+    scan_fallback,
+    /// A dead process refused an insert.
+    dead_refused,
+    /// A step ran with a capacity of 4096 ids or more.
+    deep,
+    /// A critical section ran while another thread's operation was between
+    /// two of its steps (concurrent target only).
+    interleaved,
 }
 
 /// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a

@@ -50,7 +50,9 @@
 use crate::check::{self, Failure};
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
-use idpool::{DBitmap, Error, Flavour, Gfp, IdPool, Next, NodeId, NodeRefs, Operation, Request};
+use idpool::{
+    DBitmap, Error, Faults, Flavour, Gfp, IdPool, Next, NodeId, NodeRefs, Operation, Request,
+};
 use std::collections::BTreeMap;
 
 /// Nodes the threads share: few, so that two threads insert the same one.
@@ -419,16 +421,15 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
     let mut refs = NodeRefs::<F>::new();
     let mut model = Model::default();
     let mut prefilled = Vec::new();
+    // Setup runs alone, with no failure injected.
+    let no_faults = Faults::default();
     for i in 0..program.prefill {
         let node = PREFILL_NODES + i as u64;
-        let handle = run_alone(
-            &mut refs,
-            Request::Insert {
-                node,
-                is_manager: false,
-            },
-        )
-        .expect("prefill succeeds");
+        let insert = Request::Insert {
+            node,
+            is_manager: false,
+        };
+        let handle = refs.run(insert, &no_faults).expect("prefill succeeds");
         model.handles.insert(handle, (node, 1));
         model.nodes.insert(node, handle);
         prefilled.push(handle);
@@ -437,7 +438,8 @@ fn run_flavour<F: Flavour>(program: &Program, chooser: &mut dyn Chooser) -> Outc
     // pool with few ids, one release away from a shrink.
     while prefilled.len() > program.keep as usize {
         let handle = prefilled.pop().unwrap();
-        run_alone(&mut refs, Request::Decrement(handle)).expect("a prefilled handle");
+        refs.run(Request::Decrement(handle), &no_faults)
+            .expect("a prefilled handle");
         model.handles.remove(&handle);
         model.nodes.retain(|_, h| *h != handle);
     }
@@ -720,18 +722,6 @@ fn check_against_model<F: Flavour>(refs: &NodeRefs<F>, model: &Model, fail: &dyn
             "by_handle",
             format!("by_handle {actual:?}, model {:?}", model.handles),
         );
-    }
-}
-
-/// Runs one operation to completion on `refs` with no interference.
-fn run_alone<F: Flavour>(refs: &mut NodeRefs<F>, request: Request) -> Result<u32, Error> {
-    let mut op = Operation::new(request);
-    loop {
-        match op.next() {
-            Next::Locked => op.step_locked(refs),
-            Next::Unlocked => op.step_unlocked(Gfp::Kernel),
-            Next::Done(outcome) => return outcome,
-        }
     }
 }
 

@@ -187,6 +187,12 @@ impl<F: Flavour> NodeRefs<F> {
         Some(handle)
     }
 
+    /// Runs one operation to completion with no other thread around: its
+    /// steps back to back, allocations with the flags `faults` hands out.
+    pub fn run(&mut self, request: Request, faults: &Faults) -> Result<u32, Error> {
+        drive(Operation::new(request), faults, |op| op.step_locked(self))
+    }
+
     /// Checks every invariant of the type.
     pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
         for (&handle, info) in &self.by_handle {
@@ -306,10 +312,7 @@ impl<F: Flavour> HandleTable<F> {
 
     /// Runs one operation to completion.
     pub fn run(&mut self, request: Request) -> Result<u32, Error> {
-        let refs = &mut self.refs;
-        drive(Operation::new(request), &self.faults, |op| {
-            op.step_locked(refs)
-        })
+        self.refs.run(request, &self.faults)
     }
 
     /// A handle for `node`: its existing one (with one more reference), or

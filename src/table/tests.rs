@@ -1,5 +1,5 @@
 use super::*;
-use crate::{AllocSite, DBitmap, Gfp, IdPool};
+use crate::{AllocSite, DBitmap, Faults, Gfp, IdPool};
 
 fn snapshot<F: Flavour>(t: &HandleTable<F>) -> (BTreeMap<u32, RefInfo>, Option<Vec<u32>>, usize) {
     let refs = t.refs();
@@ -207,16 +207,11 @@ fn two_inserts_of_one_node_interleaved_share_a_handle() {
 fn concurrent_grows_commit_once() {
     let mut refs = NodeRefs::<IdPool>::new();
     for node in 1..=63 {
-        let mut op = Operation::new(Request::Insert {
+        let request = Request::Insert {
             node,
             is_manager: false,
-        });
-        while let Next::Locked | Next::Unlocked = op.next() {
-            match op.next() {
-                Next::Locked => op.step_locked(&mut refs),
-                _ => op.step_unlocked(Gfp::Kernel),
-            }
-        }
+        };
+        refs.run(request, &Faults::default()).unwrap();
     }
     let mut a = Operation::new(Request::Insert {
         node: 100,
