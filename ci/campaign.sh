@@ -6,7 +6,8 @@
 #
 #   --minutes N   how long each target runs (default 10)
 #   --jobs J      targets fuzzed at once (default: the number of cores)
-#   --targets     a comma-separated subset (default: all four)
+#   --targets     a comma-separated subset (default: every target with a
+#                 corpus that the registry lists; see the `targets` binary)
 #   --out DIR     where the report goes (default campaign-<date>/, not tracked)
 #   --coverage    also run `cargo fuzz coverage` (needs the nightly
 #                 llvm-tools-preview component)
@@ -15,14 +16,16 @@
 # target's coverage and exec/s. Afterwards it merges the new inputs into
 # corpus/<target> (minimised with libFuzzer's -merge=1, i.e. cmin), groups
 # any crash with `triage report` (which minimises one input per group), and
-# writes DIR/report.md with exec/s per target and DIR/coverage.svg, the
-# coverage growth over time. Exits 1 when a crash was found.
+# writes DIR/report.md with exec/s per target, the distinct abstract states
+# each reached (`triage states`: every input replayed with the state
+# recorder, in the order it was written), DIR/coverage.svg and
+# DIR/states.svg, their growth over time. Exits 1 when a crash was found.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 minutes=10
 jobs=$(nproc)
-targets="pool_ops,dbitmap_ops,handle_table,concurrent_resize"
+targets=""
 out="campaign-$(date +%Y%m%d-%H%M%S)"
 coverage=0
 while [ $# -gt 0 ]; do
@@ -32,13 +35,18 @@ while [ $# -gt 0 ]; do
     --targets) [ -n "${2:-}" ] || die "--targets needs a list"; targets=$2; shift 2 ;;
     --out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
     --coverage) coverage=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
 done
-list=(${targets//,/ })
+engine_filter=(--engine libfuzzer --corpus)
+if [ -n "$targets" ]; then
+    IFS=, read -ra list <<<"$targets"
+    check_targets "${list[@]}"
+else
+    mapfile -t list < <(targets "${engine_filter[@]}")
+fi
 for t in "${list[@]}"; do
-    case "$t" in pool_ops|dbitmap_ops|handle_table|concurrent_resize) ;; *) die "unknown target '$t'" ;; esac
     [ -n "$(ls -A "$ROOT/corpus/$t" 2>/dev/null)" ] || die "corpus/$t is missing or empty"
 done
 [ -e "$out" ] && die "$out exists already: pick another --out"
@@ -48,6 +56,12 @@ out=$(cd "$out" && pwd)
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 step "building the fuzz targets and triage"
 (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
+# A target built with other flags (AddressSanitizer for one linking C code)
+# is built now too, so that its minutes are spent fuzzing.
+for t in "${list[@]}"; do
+    read -ra flags <<<"$(fuzz_flags_for "$t")"
+    [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ] || (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t")
+done
 (cd "$ROOT" && cargo build --release -q -p triage)
 triage="$ROOT/target/release/triage"
 
@@ -55,10 +69,10 @@ triage="$ROOT/target/release/triage"
 # every log line gets the seconds elapsed, for the coverage plot.
 run_target() {
     local t=$1
-    mkdir -p "$out/new/$t" "$out/crashes/$t"
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$out/new/$t" "$ROOT/corpus/$t" -- \
-        -max_total_time=$((minutes * 60)) -print_final_stats=1 -artifact_prefix="$out/crashes/$t/" \
-        -print_pcs=0 2>&1 || true) | {
+    mkdir -p "$out/new/$t"
+    date +%s > "$out/$t.start"
+    { run_libfuzzer "$ROOT" "$t" "$out/crashes/$t" /dev/stdout "$out/new/$t" "$ROOT/corpus/$t" -- \
+        -max_total_time=$((minutes * 60)) -print_pcs=0 || true; } | {
         local start=$SECONDS
         while IFS= read -r line; do printf '%s %s\n' "$((SECONDS - start))" "$line"; done
     } > "$out/$t.log"
@@ -68,7 +82,9 @@ status() {
     local t last
     for t in "${list[@]}"; do
         [ -f "$out/$t.log" ] || { printf '  %-18s waiting\n' "$t"; continue; }
-        last=$(grep -a 'cov:' "$out/$t.log" | tail -1)
+        # Nothing yet while the target builds (an ASan target builds at its
+        # first run): not a failure.
+        last=$(grep -a 'cov:' "$out/$t.log" | tail -1 || true)
         printf '  %-18s %4ss  cov %-6s exec/s %-6s crashes %s\n' "$t" "${last%% *}" \
             "$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")" \
             "$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$last")" \
@@ -85,13 +101,23 @@ done
 while [ "$(jobs -rp | wc -l)" -gt 0 ]; do sleep 30; echo "[$(date +%T)]"; status; done
 wait "${pids[@]}" 2>/dev/null || true
 
+# The distinct abstract states each target reached and when: every input
+# replayed through the harness with the state recorder, in the order the
+# files were written (exact, whatever the engine; see harness/src/feedback.rs).
+step "counting abstract states (triage states)"
+for t in "${list[@]}"; do
+    "$triage" states --target "$t" --since "$(cat "$out/$t.start")" \
+        "$ROOT/corpus/$t" "$out/new/$t" > "$out/$t.states" 2> "$out/$t.states.log" ||
+        echo "triage states failed for $t (see $out/$t.states.log)" >&2
+done
+
 step "merging new inputs into corpus/ (libFuzzer -merge=1)"
 declare -A before after
 for t in "${list[@]}"; do
     before[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
     merged="$out/merged/$t"; mkdir -p "$merged"
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$merged" "$ROOT/corpus/$t" "$out/new/$t" -- \
-        -merge=1) > "$out/$t.merge.log" 2>&1 || die "merge failed for $t (see $out/$t.merge.log)"
+    run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
+        "$merged" "$ROOT/corpus/$t" "$out/new/$t" -- -merge=1 || die "merge failed for $t (see $out/$t.merge.log)"
     if [ -n "$(ls -A "$merged")" ]; then
         find "$ROOT/corpus/$t" -type f -delete
         cp "$merged"/* "$ROOT/corpus/$t"/
@@ -103,6 +129,7 @@ crashes=$(find "$out/crashes" -type f | wc -l)
 if [ "$crashes" -gt 0 ]; then
     step "triaging $crashes crash(es)"
     "$triage" report "$out/crashes" > "$out/crashes.md" || true
+    # crash-*, timeout-* and oom-* artifacts alike
 fi
 
 if [ "$coverage" -eq 1 ]; then
@@ -113,25 +140,31 @@ if [ "$coverage" -eq 1 ]; then
     done
 fi
 
-logs=()
-for t in "${list[@]}"; do logs+=("$t=$out/$t.log"); done
+logs=() states=()
+for t in "${list[@]}"; do
+    logs+=("$t=$out/$t.log")
+    [ -s "$out/$t.states" ] && states+=("$t=$out/$t.states")
+done
 "$triage" plot "${logs[@]}" -o "$out/coverage.svg" > /dev/null
+[ ${#states[@]} -eq 0 ] || "$triage" plot --metric states "${states[@]}" -o "$out/states.svg" > /dev/null
 
 {
     echo "# Campaign $(basename "$out")"
     echo
     echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
     echo
-    echo "| target | exec/s | runs | coverage (start → end) | corpus before → after | crashes |"
-    echo "| --- | ---: | ---: | --- | --- | ---: |"
+    echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after | crashes |"
+    echo "| --- | ---: | ---: | --- | --- | --- | ---: |"
     for t in "${list[@]}"; do
         log="$out/$t.log"
         first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
         last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
-        echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${before[$t]} → ${after[$t]} | $(find "$out/crashes/$t" -type f | wc -l) |"
+        s0=$(head -1 "$out/$t.states" 2>/dev/null | sed -n 's/.*states: //p')
+        s1=$(tail -1 "$out/$t.states" 2>/dev/null | sed -n 's/.*states: //p')
+        echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]} → ${after[$t]} | $(find "$out/crashes/$t" -type f | wc -l) |"
     done
     echo
-    echo "![coverage over time](coverage.svg)"
+    echo "![coverage over time](coverage.svg) ![abstract states over time](states.svg)"
     echo
     if [ "$crashes" -gt 0 ]; then
         echo "## Crashes"

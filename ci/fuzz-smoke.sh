@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every target for a few seconds under each engine, from a copy of
-# corpus/<target> (the repository's corpus is not modified), and fails when
+# corpus/<target> (libFuzzer: all of it; AFL++ and honggfuzz: its first
+# $START_INPUTS files, default 64, since they run each starting input
+# several times first; the repository's corpus is not modified), and fails when
 # any run leaves a crash. AFL++ and honggfuzz exit 0 after a crash, so this
 # looks for their crash files rather than trusting the exit code.
 #
@@ -8,6 +10,10 @@
 #
 # Installs what each engine needs (ci/install-fuzzers.sh). Prints exec/s per
 # run. Output stays under $FUZZ_SMOKE_WORK (default ${TMPDIR:-/tmp}/idpool-fuzz-smoke).
+# The targets come from the registry (the `targets` binary); a target whose
+# needs are not met is skipped with a one-line reason. A target that links
+# C code (the kernel's dbitmap.h) runs under AddressSanitizer under
+# libFuzzer (see fuzz_flags_for in ci/lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -22,24 +28,43 @@ while [ $# -gt 0 ]; do
     --engines)
         [ $# -ge 2 ] || die "--engines needs a list, e.g. libfuzzer,afl"
         engines=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets+=("$1"); shift ;;
     esac
 done
-all_targets=(pool_ops dbitmap_ops handle_table concurrent_resize)
-[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
-for t in "${targets[@]}"; do
-    [[ " ${all_targets[*]} " == *" $t "* ]] || die "unknown target '$t' (known: ${all_targets[*]})"
-    [ -n "$(ls -A "$ROOT/corpus/$t" 2>/dev/null)" ] || die "corpus/$t is missing or empty"
-done
+engine_filter=()
+[ ${#targets[@]} -eq 0 ] || check_targets "${targets[@]}"
+# The targets of one engine: those named on the command line, or all the
+# registry lists for it.
+engine_targets() {
+    if [ ${#targets[@]} -gt 0 ]; then printf '%s\n' "${targets[@]}"; else targets --engine "$1"; fi
+}
 
 work="${FUZZ_SMOKE_WORK:-${TMPDIR:-/tmp}/idpool-fuzz-smoke}"
 rm -rf "$work" && mkdir -p "$work"
 crashes=0
 summary=()
 
-fresh_corpus() { rm -rf "$2" && mkdir -p "$2" && cp "$ROOT/corpus/$1"/* "$2"/; }
+# A scratch copy of corpus/$1 (empty for a target without a corpus).
+# With a third argument N, only the first N files (in name order): AFL++
+# and honggfuzz run every starting input several times before they fuzz,
+# which for a whole corpus takes minutes; `cargo test` replays all of it.
+fresh_corpus() {
+    rm -rf "$2" && mkdir -p "$2"
+    [ -d "$ROOT/corpus/$1" ] || return 0
+    if [ -n "${3:-}" ]; then
+        # (No `| head` under pipefail: the early close would fail the script.)
+        local files
+        mapfile -t files < <(find "$ROOT/corpus/$1" -maxdepth 1 -type f | sort)
+        [ ${#files[@]} -eq 0 ] || cp -t "$2" "${files[@]:0:$3}"
+    else
+        cp "$ROOT/corpus/$1"/* "$2"/
+    fi
+}
+
+# How many corpus files AFL++ and honggfuzz start from.
+START_INPUTS=${START_INPUTS:-64}
 
 for engine in ${engines//,/ }; do
     case "$engine" in
@@ -47,38 +72,42 @@ for engine in ${engines//,/ }; do
         "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
         step "libFuzzer: building"
         (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
-        for t in "${targets[@]}"; do
+        mapfile -t list < <(engine_targets libfuzzer)
+        [ ${#list[@]} -gt 0 ] || die "no libfuzzer target to run (see the targets binary)"
+        for t in "${list[@]}"; do
             corpus="$work/libfuzzer/$t/corpus"; artifacts="$work/libfuzzer/$t/artifacts"
-            fresh_corpus "$t" "$corpus"; mkdir -p "$artifacts"
+            fresh_corpus "$t" "$corpus"
             step "libFuzzer: $t for ${seconds}s"
-            (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$corpus" -- \
-                -max_total_time="$seconds" -artifact_prefix="$artifacts/" -print_final_stats=1) \
-                > "$work/libfuzzer/$t/log" 2>&1 || true
+            run_libfuzzer "$ROOT" "$t" "$artifacts" "$work/libfuzzer/$t/log" "$corpus" -- \
+                -max_total_time="$seconds" || true
             rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/libfuzzer/$t/log")
             found=$(find "$artifacts" -type f | head -1)
-            summary+=("libfuzzer $t: ${rate:-?} exec/s${found:+, CRASH $found}")
+            # A run that never fuzzed (a failed build, a bad flag) leaves no
+            # artifact either: it fails the smoke run too.
+            if [ -z "$found" ] && ! grep -q '^stat::number_of_executed_units' "$work/libfuzzer/$t/log"; then
+                tail -20 "$work/libfuzzer/$t/log" >&2
+                die "libFuzzer did not run $t (log: $work/libfuzzer/$t/log)"
+            fi
+            summary+=("libfuzzer $t ($(fuzz_flags_for "$t" | grep -o -- '--sanitizer [a-z]*')): ${rate:-?} exec/s${found:+, FINDING $found}")
+            # A target running outside code says what it runs, once (the
+            # kernel's header: package version and sha256).
+            prov=$(grep -a -m1 '^kernel dbitmap' "$work/libfuzzer/$t/log" || true)
+            [ -z "$prov" ] || summary+=("  $prov")
             [ -z "$found" ] || { crashes=$((crashes + 1)); grep -m3 -A2 "panicked" "$work/libfuzzer/$t/log" >&2 || true; }
         done
-        # The trace parser faces user input: fuzz it too (no corpus needed).
-        t=trace_roundtrip; mkdir -p "$work/libfuzzer/$t/corpus" "$work/libfuzzer/$t/artifacts"
-        step "libFuzzer: $t for ${seconds}s"
-        (cd "$ROOT/fuzz" && fuzz_cargo fuzz run "${FUZZ_BUILD_FLAGS[@]}" "$t" "$work/libfuzzer/$t/corpus" -- \
-            -max_total_time="$seconds" -dict="$ROOT/fuzz/dict/$t.dict" \
-            -artifact_prefix="$work/libfuzzer/$t/artifacts/" -print_final_stats=1) > "$work/libfuzzer/$t/log" 2>&1 || true
-        found=$(find "$work/libfuzzer/$t/artifacts" -type f | head -1)
-        summary+=("libfuzzer $t: $(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/libfuzzer/$t/log") exec/s${found:+, CRASH $found}")
-        [ -z "$found" ] || crashes=$((crashes + 1))
         ;;
     afl)
         "$ROOT/ci/install-fuzzers.sh" afl
         step "AFL++: building"
         (cd "$ROOT/fuzz/afl" && cargo afl build --release)
-        for t in "${targets[@]}"; do
-            out="$work/afl/$t"; fresh_corpus "$t" "$out/in"
+        mapfile -t list < <(engine_targets afl)
+        [ ${#list[@]} -gt 0 ] || die "no afl target to run (see the targets binary)"
+        for t in "${list[@]}"; do
+            out="$work/afl/$t"; fresh_corpus "$t" "$out/in" "$START_INPUTS"
             step "AFL++: $t for ${seconds}s"
             (cd "$ROOT/fuzz/afl" && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-                AFL_NO_AFFINITY=1 \
-                cargo afl fuzz -i "$out/in" -o "$out/out" -V "$seconds" -t 5000 "target/release/$t") \
+                AFL_NO_AFFINITY=1 AFL_FAST_CAL=1 \
+                cargo afl fuzz -i "$out/in" -o "$out/out" -x "$ROOT/fuzz/dict/$t.dict" -V "$seconds" -t 5000 "target/release/$t") \
                 > "$out/log" 2>&1 || { tail -20 "$out/log" >&2; die "afl-fuzz failed on $t (log: $out/log)"; }
             rate=$(sed -n 's/^execs_per_sec *: *//p' "$out/out/default/fuzzer_stats" 2>/dev/null)
             found=$(find "$out/out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -1)
@@ -88,13 +117,15 @@ for engine in ${engines//,/ }; do
         ;;
     honggfuzz)
         "$ROOT/ci/install-fuzzers.sh" honggfuzz
-        for t in "${targets[@]}"; do
-            out="$work/honggfuzz/$t"; fresh_corpus "$t" "$out/in"
+        mapfile -t list < <(engine_targets honggfuzz)
+        [ ${#list[@]} -gt 0 ] || die "no honggfuzz target to run (see the targets binary)"
+        for t in "${list[@]}"; do
+            out="$work/honggfuzz/$t"; fresh_corpus "$t" "$out/in" "$START_INPUTS"
             step "honggfuzz: $t for ${seconds}s"
             # honggfuzz sets MALLOC_PERTURB_ unless it is set: glibc then fills
             # every allocation, and a 2^30-id pool costs 128 MiB of writes.
             (cd "$ROOT/fuzz/honggfuzz" && HFUZZ_WORKSPACE="$out/ws" MALLOC_PERTURB_=0 \
-                HFUZZ_RUN_ARGS="--run_time $seconds -n 1 --exit_upon_crash -i $out/in -v" \
+                HFUZZ_RUN_ARGS="--run_time $seconds -n 1 --exit_upon_crash -i $out/in --dict $ROOT/fuzz/dict/$t.dict -v" \
                 cargo hfuzz run "$t") > "$out/log" 2>&1 || { tail -20 "$out/log" >&2; die "honggfuzz failed on $t (log: $out/log)"; }
             rate=$(grep -ao 'speed:[0-9]*' "$out/log" | tail -1 | cut -d: -f2 || true)
             found=$(find "$out/ws" -type f -name '*.fuzz' 2>/dev/null | head -1)

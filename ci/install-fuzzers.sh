@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
 # Installs what the fuzz engines need, if missing:
 #   ci/install-fuzzers.sh [cargo-fuzz] [afl] [honggfuzz]   (default: all three)
-# cargo-fuzz and cargo-afl come from crates.io; honggfuzz-rs builds
-# honggfuzz from source and needs Debian's binutils-dev, libunwind-dev and
-# libblocksruntime-dev.
+# cargo-fuzz and cargo-afl come from crates.io, at the versions pinned in
+# ci/lib.sh; honggfuzz-rs builds honggfuzz from source and needs Debian's
+# binutils-dev, libunwind-dev and libblocksruntime-dev. Every engine also
+# gets Debian's clang, to instrument kernel-dbitmap's C code.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(cargo-fuzz afl honggfuzz)
 
-have_crate_bin() { cargo install --list | grep -q "^    $1\$"; }
+# Whether crate $1 is installed at version $2 (`cargo install --list`
+# prints "name vX.Y.Z:").
+have_crate() { cargo install --list | grep -q "^$1 v$2:"; }
+
+# clang: kernel-dbitmap's build instruments the C code (the kernel's
+# dbitmap.h and our shim) with the coverage options the Rust side gets only
+# when the compiler is clang; with gcc the fuzzers do not see the C branches.
+if ! command -v clang >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        step "installing clang (C coverage instrumentation for kernel-dbitmap)"
+        apt-get install -y -qq clang || { apt-get update -qq && apt-get install -y -qq clang; }
+    else
+        echo "note: no clang: the kernel's C code will not be instrumented for the fuzzers (install clang)" >&2
+    fi
+fi
 
 for engine in "${want[@]}"; do
     case "$engine" in
     cargo-fuzz)
-        have_crate_bin cargo-fuzz || { step "installing cargo-fuzz"; cargo install cargo-fuzz --locked; }
+        have_crate cargo-fuzz "$CARGO_FUZZ_VERSION" ||
+            { step "installing cargo-fuzz $CARGO_FUZZ_VERSION"; cargo install cargo-fuzz --version "=$CARGO_FUZZ_VERSION" --locked; }
         ;;
     afl)
-        have_crate_bin cargo-afl || { step "installing cargo-afl"; cargo install cargo-afl --locked; }
+        have_crate cargo-afl "$CARGO_AFL_VERSION" ||
+            { step "installing cargo-afl $CARGO_AFL_VERSION"; cargo install cargo-afl --version "=$CARGO_AFL_VERSION" --locked; }
         # cargo-afl builds AFL++ itself on first use.
         [ -n "$(ls "${XDG_DATA_HOME:-$HOME/.local/share}"/afl.rs/rustc-*/afl.rs-*/afl/bin/afl-fuzz 2>/dev/null)" ] ||
             { step "building AFL++ (cargo afl config --build)"; cargo afl config --build --force; }
@@ -32,7 +50,8 @@ for engine in "${want[@]}"; do
             step "installing ${missing[*]}"
             apt-get update -qq && apt-get install -y -qq "${missing[@]}"
         fi
-        have_crate_bin cargo-hfuzz || { step "installing honggfuzz (cargo-hfuzz)"; cargo install honggfuzz --locked; }
+        have_crate honggfuzz "$HONGGFUZZ_VERSION" ||
+            { step "installing honggfuzz $HONGGFUZZ_VERSION (cargo-hfuzz)"; cargo install honggfuzz --version "=$HONGGFUZZ_VERSION" --locked; }
         ;;
     *) die "unknown engine '$engine' (expected cargo-fuzz, afl or honggfuzz)" ;;
     esac

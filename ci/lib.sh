@@ -1,15 +1,42 @@
-# Shared by the scripts under ci/: sourced, not run.
+# Shared by the scripts under ci/ and .clusterfuzzlite/: sourced, not run.
 
 # The repository's root.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# Pinned versions: the only place they are written. The nightly toolchain
+# (the one rustc 1.97.0-nightly e50aa6fba 2026-05-19 came from) and the
+# fuzzing tools ci/install-fuzzers.sh installs; cargo-afl and honggfuzz
+# match the afl and honggfuzz crates in fuzz/afl/Cargo.lock and
+# fuzz/honggfuzz/Cargo.lock.
+NIGHTLY_TOOLCHAIN=nightly-2026-05-20
+CARGO_FUZZ_VERSION=0.12.0
+CARGO_AFL_VERSION=0.18.2
+HONGGFUZZ_VERSION=0.5.62
+
+# Every run of libFuzzer gets these: a hang (no input finishes in
+# LIBFUZZER_TIMEOUT seconds) and a memory blow-up (more than
+# LIBFUZZER_RSS_MB) are findings too, written as timeout-* and oom-*
+# artifacts, which `triage` reads like crash-* ones.
+LIBFUZZER_TIMEOUT=${LIBFUZZER_TIMEOUT:-25}
+LIBFUZZER_RSS_MB=${LIBFUZZER_RSS_MB:-2560}
+
 step() { printf '\n==> %s\n' "$*" >&2; }
 die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 2; }
 
-# cargo on a toolchain that accepts cargo-fuzz's unstable flags: nightly if
-# rustup has it, else stable with RUSTC_BOOTSTRAP=1.
+# Prints the part of the calling script's header comment that is its help:
+# from line 2 up to the first line that is not a comment.
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
+# cargo on a toolchain that accepts cargo-fuzz's unstable flags: the pinned
+# nightly if rustup has it, else any nightly it has (with a note), else
+# stable with RUSTC_BOOTSTRAP=1.
 fuzz_cargo() {
-    if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    local have
+    have=$(rustup toolchain list 2>/dev/null || true)
+    if grep -q "^$NIGHTLY_TOOLCHAIN" <<<"$have"; then
+        cargo "+$NIGHTLY_TOOLCHAIN" "$@"
+    elif grep -q '^nightly' <<<"$have"; then
+        echo "note: $NIGHTLY_TOOLCHAIN is not installed; using rustup's nightly" >&2
         cargo +nightly "$@"
     else
         RUSTC_BOOTSTRAP=1 cargo "$@"
@@ -21,6 +48,73 @@ fuzz_cargo() {
 # in executions per second: build without it, with debug assertions (the
 # table's mismatch check and overflow checks) on.
 FUZZ_BUILD_FLAGS=(-O --debug-assertions --sanitizer none)
+
+# The cargo-fuzz flags for target $1: FUZZ_BUILD_FLAGS, except for a target
+# that links C code (the registry's `sanitizer`, e.g. the kernel's
+# dbitmap.h), which runs under AddressSanitizer, built into a target
+# directory of its own (fuzz/target/asan) so the two builds do not evict
+# each other.
+fuzz_flags_for() {
+    if targets --all --sanitizer address 2>/dev/null | grep -qx -- "$1"; then
+        echo -O --debug-assertions --sanitizer address --target-dir target/asan
+    else
+        echo "${FUZZ_BUILD_FLAGS[@]}"
+    fi
+}
+
+# The fuzz targets, from the registry (harness/src/registry.rs), one per
+# line; extra arguments go to the `targets` binary (--engine E, --corpus,
+# --all). A target whose needs are not met is left out with a one-line
+# reason on stderr.
+targets() {
+    (cd "$ROOT" && cargo run -q --release -p idpool-harness --bin targets -- "$@")
+}
+
+# Checks that every name in "$@" is a target the registry lists for the
+# engine in $engine_filter (a `targets` argument list, possibly empty).
+check_targets() {
+    local known t
+    known=$(targets "${engine_filter[@]}" 2>/dev/null)
+    for t in "$@"; do
+        grep -qx -- "$t" <<<"$known" || die "unknown or unavailable target '$t' (known: $(echo $known))"
+    done
+}
+
+# Runs libFuzzer on one target, the same way everywhere:
+#   run_libfuzzer DIR TARGET ARTIFACTS LOG CORPUS... [-- EXTRA LIBFUZZER FLAGS]
+# from the cargo-fuzz package in DIR/fuzz, with the target's dictionary,
+# -timeout, -rss_limit_mb, final stats, and artifacts (crash-*, timeout-*,
+# oom-*) under ARTIFACTS/. Returns libFuzzer's status (nonzero on a
+# finding).
+run_libfuzzer() {
+    local tree=$1 t=$2 artifacts=$3 log=$4
+    shift 4
+    local corpora=() extra=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do corpora+=("$1"); shift; done
+    [ $# -gt 0 ] && shift && extra=("$@")
+    mkdir -p "$artifacts"
+    local flags
+    read -ra flags <<<"$(fuzz_flags_for "$t")"
+    (cd "$tree/fuzz" && fuzz_cargo fuzz run "${flags[@]}" "$t" "${corpora[@]}" -- \
+        -dict="$tree/fuzz/dict/$t.dict" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
+        -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}") > "$log" 2>&1
+}
+
+# Plants a bug: `plant SPEC TREE` applies a ci/mutants/*.mutant spec;
+# `plant --targets SPEC` prints its targets (see harness/src/mutant.rs).
+plant() {
+    (cd "$ROOT" && cargo run -q --release -p idpool-harness --bin plant -- "$@")
+}
+
+# The planted-bug scripts' scratch directory (artifacts, trees, reports).
+MUTANTS_WORK=${MUTANTS_WORK:-${TMPDIR:-/tmp}/idpool-mutants}
+
+# Sets the array `specs` to the planted-bug specs in "$@", or to every
+# ci/mutants/*.mutant when there is none.
+mutant_specs() {
+    specs=("$@")
+    [ ${#specs[@]} -gt 0 ] || specs=("$ROOT"/ci/mutants/*.mutant)
+}
 
 # Copies the working tree as it is (committed or not), without build
 # output, into the empty directory $1.

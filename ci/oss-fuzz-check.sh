@@ -5,6 +5,7 @@
 # inputs with its dictionary.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 SRC=$(mktemp -d) OUT=$(mktemp -d)
@@ -15,16 +16,19 @@ if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then export RUSTUP_TO
 SRC="$SRC" OUT="$OUT" CARGO_FUZZ_ARGS="--sanitizer none" bash "$ROOT/.clusterfuzzlite/build.sh"
 
 missing=0
-for t in pool_ops dbitmap_ops handle_table concurrent_resize trace_roundtrip; do
+mapfile -t all < <(targets --engine libfuzzer)
+[ ${#all[@]} -gt 0 ] || die "the targets binary listed no target"
+mapfile -t seeded < <(targets --engine libfuzzer --corpus 2>/dev/null)
+for t in "${all[@]}"; do
     [ -x "$OUT/$t" ] || { echo "missing fuzzer binary $OUT/$t" >&2; missing=$((missing + 1)); continue; }
     [ -s "$OUT/$t.dict" ] || { echo "missing dictionary $OUT/$t.dict" >&2; missing=$((missing + 1)); }
-    if [ "$t" != trace_roundtrip ]; then
+    if printf '%s\n' "${seeded[@]}" | grep -qx -- "$t"; then
         n=$(unzip -Z1 "$OUT/${t}_seed_corpus.zip" 2>/dev/null | wc -l)
         [ "$n" -gt 0 ] || { echo "missing or empty $OUT/${t}_seed_corpus.zip" >&2; missing=$((missing + 1)); }
     fi
     "$OUT/$t" -dict="$OUT/$t.dict" -runs=200 > "$OUT/$t.run.log" 2>&1 \
         || { tail -5 "$OUT/$t.run.log" >&2; echo "$t does not run with its dictionary" >&2; missing=$((missing + 1)); }
-    echo "$t: binary, dictionary$([ "$t" = trace_roundtrip ] || echo ", $n seeds") ok"
+    echo "$t: binary, dictionary, ${n:-no} seeds ok"; n=
 done
 [ "$missing" -eq 0 ] || exit 1
 echo "oss-fuzz build: every target, seed corpus and dictionary came out"

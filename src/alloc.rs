@@ -9,6 +9,7 @@
 
 use core::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 /// Allocation flags, after the kernel's `gfp_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,10 +79,31 @@ impl AllocSite {
 /// assert_eq!(faults.next(AllocSite::Grow), Gfp::Fail);
 /// assert_eq!(faults.next(AllocSite::Grow), Gfp::Kernel);
 /// ```
+///
+/// The plan can also hold [`Corruption`]s of the pool: the table applies
+/// them at its next critical section, behind its own back (see
+/// [`Faults::corrupt`]).
 #[derive(Debug, Default)]
 pub struct Faults {
     any: AtomicU32,
     at: [AtomicU32; AllocSite::ALL.len()],
+    corruptions: Mutex<Vec<Corruption>>,
+}
+
+/// A change to the pool's bits that the handle table does not make itself:
+/// memory corruption, or a bug elsewhere in the driver. It is how a test
+/// reaches the code that handles a pool/`by_handle` mismatch.
+///
+/// The id is taken as given, whatever the table holds: `ClearBit` of a live
+/// handle's id makes the pool offer that id again (a mismatch); `SetBit` of an
+/// id no handle holds makes the pool skip it for good (a leak). A pool with
+/// no bits of its own (the linear scan, a disabled dbitmap) ignores both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Corruption {
+    /// The pool's bit for this id is cleared.
+    ClearBit(u32),
+    /// The pool's bit for this id is set.
+    SetBit(u32),
 }
 
 impl Faults {
@@ -104,6 +126,38 @@ impl Faults {
                 .iter()
                 .map(|a| a.load(Ordering::SeqCst))
                 .sum::<u32>()
+    }
+
+    /// Plans a corruption of the pool: the table that owns this plan applies
+    /// it, in the order planned, at the start of its next critical section
+    /// ([`NodeRefs::run`](crate::NodeRefs::run),
+    /// [`HandleTable`](crate::HandleTable),
+    /// [`SharedHandleTable`](crate::SharedHandleTable)). Whoever runs
+    /// [`Operation`](crate::Operation) steps by hand applies them with
+    /// [`NodeRefs::apply_corruptions`](crate::NodeRefs::apply_corruptions).
+    ///
+    /// # Panics
+    ///
+    /// If a thread panicked while planning or taking corruptions.
+    pub fn corrupt(&self, corruption: Corruption) {
+        self.corruptions
+            .lock()
+            .expect("a thread panicked planning a corruption")
+            .push(corruption);
+    }
+
+    /// Takes the planned corruptions, oldest first, leaving none.
+    ///
+    /// # Panics
+    ///
+    /// If a thread panicked while planning or taking corruptions.
+    pub fn take_corruptions(&self) -> Vec<Corruption> {
+        std::mem::take(
+            &mut *self
+                .corruptions
+                .lock()
+                .expect("a thread panicked planning a corruption"),
+        )
     }
 
     /// The flags for the next allocation at `site`, consuming one planned

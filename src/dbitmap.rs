@@ -2,6 +2,7 @@
 
 use crate::alloc::Gfp;
 use crate::bitmap::Bitmap;
+use crate::version::Version;
 use core::fmt;
 
 /// The smallest size of an enabled dbitmap (`NBITS_MIN`, one word).
@@ -27,6 +28,17 @@ pub const NBITS_MIN: usize = Bitmap::MAX_INLINE_LEN;
 ///
 /// - Disabled if and only if `map` is `None`, and then `nbits() == 0`.
 /// - Enabled: `nbits() >= NBITS_MIN` and no commit ever clears a set bit.
+/// - For a version that [reserves bit 0](Version::reserves_bit_zero), bit 0
+///   is set from `dbitmap_init` on, and stays set if the version's
+///   `dbitmap_clear_bit` [spares it](Version::clear_bit_spares_zero).
+///
+/// # Versions
+///
+/// The map is built for one upstream [`Version`] ([`DBitmap::init_with`];
+/// [`DBitmap::init`] is mainline). Three rules of `dbitmap.h` changed:
+/// the reserved bit 0 (`dbitmap_init`), `dbitmap_clear_bit`'s guard for it,
+/// and `dbitmap_shrink_nbits`' threshold. A Rust version is treated as
+/// mainline (the Rust driver has no dbitmap).
 ///
 /// # Examples
 ///
@@ -46,6 +58,7 @@ pub const NBITS_MIN: usize = Bitmap::MAX_INLINE_LEN;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DBitmap {
     map: Option<Bitmap>,
+    version: Version,
 }
 
 /// `-ENOSPC`: every bit at or above the offset is set.
@@ -64,14 +77,47 @@ impl DBitmap {
     /// `dbitmap_init`: an enabled map of [`NBITS_MIN`] bits, or a disabled
     /// one when the allocation fails.
     pub fn init(gfp: Gfp) -> Self {
-        DBitmap {
-            map: Self::zalloc(NBITS_MIN, gfp),
+        Self::init_with(gfp, Version::CMainline)
+    }
+
+    /// `dbitmap_init` as `version` had it: the June 2024 and v3 versions set
+    /// bit 0, reserved for the context manager.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::{DBitmap, Gfp, Version};
+    ///
+    /// let june = DBitmap::init_with(Gfp::Kernel, Version::C2024_06);
+    /// assert!(june.test_bit(0));
+    /// assert!(!DBitmap::init(Gfp::Kernel).test_bit(0));
+    /// ```
+    pub fn init_with(gfp: Gfp, version: Version) -> Self {
+        let mut map = Self::zalloc(NBITS_MIN, gfp);
+        if version.reserves_bit_zero() {
+            if let Some(map) = &mut map {
+                map.set_bit(0);
+            }
         }
+        DBitmap { map, version }
     }
 
     /// A disabled map (`nbits == 0`).
     pub fn disabled() -> Self {
-        DBitmap { map: None }
+        DBitmap {
+            map: None,
+            version: Version::CMainline,
+        }
+    }
+
+    /// The version whose `dbitmap.h` rules this map follows.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The bits themselves, to corrupt them behind the driver's back.
+    pub(crate) fn map_mut(&mut self) -> Option<&mut Bitmap> {
+        self.map.as_mut()
     }
 
     /// `bitmap_zalloc`: a zeroed bitmap, or `None` (a NULL pointer) when the
@@ -112,14 +158,31 @@ impl DBitmap {
     /// `dbitmap_grow_nbits`: twice the current size, computed like the C
     /// `unsigned int` shift (a bit shifted out of 32 is lost). 0 when disabled.
     pub fn grow_nbits(&self) -> usize {
-        ((self.nbits() as u32) << 1) as usize
+        Self::grow_nbits_for(self.nbits() as u32)
+    }
+
+    /// The size `dbitmap_grow_nbits` asks for when the map has `nbits`
+    /// bits (`nbits` is an `unsigned int` in C), computed without a map:
+    /// sizes no map can have (2^31 and up) can be asked about.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::DBitmap;
+    ///
+    /// assert_eq!(DBitmap::grow_nbits_for(1 << 30), 1 << 31);
+    /// assert_eq!(DBitmap::grow_nbits_for(1 << 31), 0); // the shift wraps
+    /// ```
+    pub fn grow_nbits_for(nbits: u32) -> usize {
+        (nbits << 1) as usize
     }
 
     /// `dbitmap_shrink_nbits`: the size to shrink to, or 0 for "don't".
     ///
     /// - nbits <= 64 (or disabled): 0;
     /// - no bit set: 64;
-    /// - the last set bit is below nbits / 4: nbits / 2;
+    /// - the last set bit is below nbits / 4: nbits / 2 (at or below for
+    ///   [`Version::CV3`], the off-by-one caught in review);
     /// - otherwise 0.
     pub fn shrink_nbits(&self) -> usize {
         let Some(map) = &self.map else { return 0 };
@@ -127,27 +190,49 @@ impl DBitmap {
         if nbits <= NBITS_MIN {
             return 0;
         }
+        let below_quarter = |bit: usize| {
+            if self.version.shrink_threshold_inclusive() {
+                bit <= nbits / 4
+            } else {
+                bit < nbits / 4
+            }
+        };
         match map.last_bit() {
             None => NBITS_MIN,
-            Some(bit) if bit < nbits / 4 => nbits / 2,
+            Some(bit) if below_quarter(bit) => nbits / 2,
             Some(_) => 0,
         }
     }
 
-    /// `dbitmap_grow`: commits a grow prepared without the lock.
+    /// `dbitmap_grow`: commits a grow prepared without the lock, in
+    /// mainline's order:
     ///
-    /// A failed allocation (`new == None`) disables the map. A map that is
-    /// disabled, or not smaller than `nbits` (someone grew it meanwhile),
-    /// drops `new` and keeps its state.
+    /// 1. A map that is disabled, or not smaller than `nbits` (someone grew
+    ///    it meanwhile), drops `new` and keeps its state, *even when the
+    ///    allocation failed*: the grow is no longer needed, and upstream
+    ///    disables the map only when it must.
+    /// 2. Only then does a failed allocation (`new == None`) disable the map.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::{DBitmap, Gfp};
+    ///
+    /// let mut dmap = DBitmap::init(Gfp::Kernel);
+    /// let failed = DBitmap::zalloc(128, Gfp::Fail); // prepared at 64 bits, NULL
+    /// dmap.grow(DBitmap::zalloc(128, Gfp::Kernel), 128); // someone else grew
+    /// dmap.grow(failed, 128); // stale: ignored, NULL or not
+    /// assert_eq!(dmap.nbits(), 128);
+    /// ```
     pub fn grow(&mut self, new: Option<Bitmap>, nbits: usize) {
-        let Some(mut new) = new else {
-            self.free();
-            return;
-        };
         let Some(map) = &self.map else { return };
         if nbits <= map.len() {
             return;
         }
+        let Some(mut new) = new else {
+            self.free();
+            return;
+        };
         new.copy_and_extend(map);
         // INVARIANT: the new map is longer than the old one, so no bit is lost.
         self.map = Some(new);
@@ -194,8 +279,12 @@ impl DBitmap {
         }
     }
 
-    /// `dbitmap_clear_bit` (ignored when disabled or out of range).
+    /// `dbitmap_clear_bit` (ignored when disabled or out of range). The June
+    /// 2024 version never clears bit 0.
     pub fn clear_bit(&mut self, bit: usize) {
+        if bit == 0 && self.version.clear_bit_spares_zero() {
+            return;
+        }
         if let Some(map) = &mut self.map {
             map.clear_bit(bit);
         }
@@ -209,7 +298,10 @@ mod tests {
     fn dmap_with(nbits: usize, bits: &[usize]) -> DBitmap {
         let mut map = Bitmap::new(nbits, Gfp::Kernel).unwrap();
         bits.iter().for_each(|&b| map.set_bit(b));
-        DBitmap { map: Some(map) }
+        DBitmap {
+            map: Some(map),
+            version: Version::CMainline,
+        }
     }
 
     #[test]
@@ -284,6 +376,53 @@ mod tests {
         let before = d.clone();
         d.shrink(None, 256);
         assert_eq!(d, before);
+    }
+
+    /// `dbitmap_shrink_nbits` in the v3 posting tested `bit <= nbits / 4`:
+    /// with the last bit exactly at a quarter it shrinks to half, and the
+    /// merged versions (`<`) do not.
+    #[test]
+    fn dbitmap_shrink_nbits_v3_off_by_one() {
+        for (version, expected) in [
+            (Version::CV3, 64),
+            (Version::C2024_06, 0),
+            (Version::CMainline, 0),
+        ] {
+            let mut d = dmap_with(128, &[32]);
+            d.version = version;
+            assert_eq!(d.shrink_nbits(), expected, "{version}");
+            let mut d = dmap_with(128, &[31]);
+            d.version = version;
+            assert_eq!(d.shrink_nbits(), 64, "{version}: below a quarter");
+        }
+        // The v3 map commits the shrink to 64 with bit 32 set. Half is still
+        // above a quarter, so no bit is lost: the off-by-one shows in the
+        // capacity only.
+        let mut d = DBitmap::init_with(Gfp::Kernel, Version::CV3);
+        d.grow(DBitmap::zalloc(128, Gfp::Kernel), 128);
+        d.set_bit(32);
+        d.shrink(DBitmap::zalloc(64, Gfp::Kernel), 64);
+        assert_eq!(d.nbits(), 64);
+        assert_eq!(d.used_ids().collect::<Vec<_>>(), [0, 32]);
+    }
+
+    /// `dbitmap_init` and `dbitmap_clear_bit` across versions: June 2024
+    /// reserves bit 0 for good, v3 reserves it but clears it like any other,
+    /// mainline does not reserve it.
+    #[test]
+    fn dbitmap_init_and_clear_bit_reserve_zero_by_version() {
+        let mut june = DBitmap::init_with(Gfp::Kernel, Version::C2024_06);
+        june.clear_bit(0);
+        assert!(june.test_bit(0), "June 2024: BIT(0) always set");
+        assert_eq!(june.acquire_next_zero_bit(0), Ok(1));
+        let mut v3 = DBitmap::init_with(Gfp::Kernel, Version::CV3);
+        assert!(v3.test_bit(0));
+        v3.clear_bit(0);
+        assert!(!v3.test_bit(0), "v3: no guard");
+        assert_eq!(v3.acquire_next_zero_bit(0), Ok(0));
+        let mainline = DBitmap::init_with(Gfp::Kernel, Version::CMainline);
+        assert_eq!(mainline.used_ids().count(), 0);
+        assert_eq!(mainline, DBitmap::init(Gfp::Kernel));
     }
 
     #[test]

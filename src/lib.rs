@@ -31,9 +31,15 @@
 //!   allocation, so that a test can interleave the steps of several threads
 //!   in any order it chooses.
 //!
+//! Each table is built for one upstream [`Version`] (C as first merged, the
+//! C v3 posting, C mainline, the first Rust posting, Rust mainline): the
+//! version picks the driver's protocol and the rules that changed in
+//! upstream's history.
+//!
 //! Allocation failure is injectable everywhere through [`Gfp::Fail`] and the
-//! per-instance [`Faults`] plan (any allocation, or one [`AllocSite`]);
-//! there is no global state.
+//! per-instance [`Faults`] plan (any allocation, or one [`AllocSite`]), and
+//! so is a [`Corruption`] of the pool; there is no global state. The
+//! kernel's `WARN_ON` is a [`Warning`] the caller drains, not a panic.
 //!
 //! The crate knows nothing about fuzzing. Deliberate differences from the
 //! kernel are stated where they occur: out-of-range bit indexes are ignored
@@ -45,14 +51,21 @@
 mod alloc;
 mod bitmap;
 mod dbitmap;
+mod fast_pool;
 mod id_pool;
+mod shrinker;
 mod table;
+mod version;
 
-pub use alloc::{AllocError, AllocSite, Faults, Gfp};
+pub use alloc::{AllocError, AllocSite, Corruption, Faults, Gfp};
 pub use bitmap::Bitmap;
 pub use dbitmap::{DBitmap, NoSpace, NBITS_MIN};
+pub use fast_pool::{FastPool, FastRequest, FastResizer, FastUnusedId};
 pub use id_pool::{IdPool, PoolResizer, ReallocRequest, UnusedId, MIN_CAPACITY};
+pub use shrinker::Shrinker;
 pub use table::{
-    slow_desc_lookup, Error, Flavour, HandleTable, InvariantViolation, LinearScan, Next, NodeId,
-    NodeRefs, Operation, RefInfo, Request, SharedHandleTable,
+    slow_desc_lookup, AugmentedTree, BuildError, Error, Flavour, HandleTable, InvariantViolation,
+    LinearScan, Next, NodeId, NodeRefs, Operation, RefInfo, Request, SharedHandleTable, Warning,
+    ID_LIMIT,
 };
+pub use version::{Driver, MismatchReaction, ParseVersionError, Version};

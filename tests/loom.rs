@@ -58,13 +58,25 @@ fn one_node_from_two_threads_across_a_grow_dbitmap() {
 }
 
 #[test]
-fn a_shrink_allocated_before_inserts_is_revalidated() {
+fn a_shrink_allocated_before_inserts_is_revalidated_idpool() {
+    a_shrink_allocated_before_inserts_is_revalidated::<IdPool>();
+}
+
+/// The C release path decides in a critical section of its own
+/// (`try_shrink_dmap`) and commits in a third: the inserts may land before
+/// the decision or between it and the commit.
+#[test]
+fn a_shrink_allocated_before_inserts_is_revalidated_dbitmap() {
+    a_shrink_allocated_before_inserts_is_revalidated::<DBitmap>();
+}
+
+fn a_shrink_allocated_before_inserts_is_revalidated<F: Flavour>() {
     model(|| {
         // Handles 1..=32 live in a 128-id pool (last bit 32 = 128/4: no
         // shrink). Dropping 32 asks to shrink to 64; meanwhile the other
         // thread inserts 33 nodes, taking ids 32..=64. A shrink committed
         // without re-validation would cut id 64 off.
-        let table = table_with::<IdPool>(64);
+        let table = table_with::<F>(64);
         for handle in (33..=64).rev() {
             table.decrement(handle).unwrap();
         }

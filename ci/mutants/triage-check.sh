@@ -2,25 +2,26 @@
 # The triage workflow, end to end, for every planted bug that
 # ci/mutants/run.sh caught: its fuzzer artifact -> `triage promote` (which
 # minimises) -> a regression trace that fails `cargo test` with the bug
-# patched in and passes without it.
+# planted and passes without it.
 #
-#   ci/mutants/triage-check.sh [PATCH...]
+#   ci/mutants/triage-check.sh [SPEC...]
 #
-# Uses the artifacts under $MUTANTS_WORK (run ci/mutants/run.sh first).
+# Uses the artifacts under $MUTANTS_WORK that run.sh counted as caught
+# ($MUTANTS_WORK/caught/<spec>; run ci/mutants/run.sh first).
 # Exits 1 when a trace is longer than 12 operations, or does not fail with
 # the bug, or does not pass without it. The promoted traces are kept under
 # $MUTANTS_WORK/promoted/ for reading.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 
-patches=("$@")
-[ ${#patches[@]} -gt 0 ] || patches=("$ROOT"/ci/mutants/*.patch)
-work="${MUTANTS_WORK:-${TMPDIR:-/tmp}/idpool-mutants}"
+mutant_specs "$@"
+work=$MUTANTS_WORK
 [ -d "$work/artifacts" ] || die "no artifacts under $work: run ci/mutants/run.sh first"
 mkdir -p "$work/promoted"
 export CARGO_TARGET_DIR="$work/target-triage"
 
-step "building triage on the unpatched tree"
+step "building triage on the tree as it is"
 (cd "$ROOT" && cargo build --release -q -p triage)
 cp "$CARGO_TARGET_DIR/release/triage" "$work/triage-faithful"
 
@@ -30,20 +31,21 @@ report="$work/triage-report.md"
     echo "| --- | ---: | --- | --- |"
 } > "$report"
 bad=0
-for patch in "${patches[@]}"; do
-    name=$(basename "$patch" .patch)
-    artifact=$(find "$work/artifacts/$name" -type f 2>/dev/null | sort | head -1)
+for spec in "${specs[@]}"; do
+    name=$(basename "$spec" .mutant)
+    # The crash run.sh counted as caught (never a timeout or an oom).
+    artifact=$(cat "$work/caught/$name" 2>/dev/null || true)
     if [ -z "$artifact" ]; then
-        echo "| $name | no artifact | | |" >> "$report"; bad=$((bad + 1)); continue
+        echo "| $name | not caught by run.sh | | |" >> "$report"; bad=$((bad + 1)); continue
     fi
     step "$name: $artifact"
     tree="$work/tree-triage"
     copy_tree "$tree"
-    patch -d "$tree" -p1 -s < "$patch"
+    plant "$spec" "$tree" || die "$spec does not apply"
     (cd "$tree" && cargo build --release -q -p triage)
     out="$work/promoted/$name.log"
     (cd "$tree" && "$CARGO_TARGET_DIR/release/triage" promote "$artifact" --name "planted-$name" \
-        --root-cause "$(head -n 1 "$patch")") > "$out" 2>&1 || { cat "$out" >&2; die "promote failed for $name"; }
+        --root-cause "$(head -n 1 "$spec")") > "$out" 2>&1 || { cat "$out" >&2; die "promote failed for $name"; }
     trace=$(find "$tree/corpus/regressions" -name "planted-$name.trace")
     cp "$trace" "$work/promoted/"
     ops=$(sed -n 's/.*(\([0-9]*\) operations)$/\1/p' "$out" | tail -1)

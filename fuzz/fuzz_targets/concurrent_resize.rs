@@ -1,5 +1,5 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    idpool_harness::concurrent_resize(data);
+libfuzzer_sys::fuzz_target!(|program: idpool_harness::input::Concurrent| {
+    program.fuzz();
 });

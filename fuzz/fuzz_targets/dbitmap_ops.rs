@@ -1,5 +1,7 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    idpool_harness::dbitmap_ops(data);
+use idpool_harness::{input::Ops, pool::PoolOp, targets::DBITMAP_OPS};
+
+libfuzzer_sys::fuzz_target!(|ops: Ops<PoolOp>| {
+    DBITMAP_OPS.fuzz(&ops);
 });

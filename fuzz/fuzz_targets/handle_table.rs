@@ -1,5 +1,7 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    idpool_harness::handle_table(data);
+use idpool_harness::table_target::TableProgram;
+
+libfuzzer_sys::fuzz_target!(|program: TableProgram| {
+    program.fuzz();
 });

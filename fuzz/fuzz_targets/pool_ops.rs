@@ -1,5 +1,7 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    idpool_harness::pool_ops(data);
+use idpool_harness::{input::Ops, pool::PoolOp, targets::POOL_OPS};
+
+libfuzzer_sys::fuzz_target!(|ops: Ops<PoolOp>| {
+    POOL_OPS.fuzz(&ops);
 });

@@ -87,6 +87,13 @@ impl<'a> Arbitrary<'a> for Count {
     }
 }
 
+impl Count {
+    /// Half as many, if more than one: for the minimiser.
+    pub fn half(self) -> Option<Count> {
+        (self.0 > 1).then_some(Count(self.0 / 2))
+    }
+}
+
 impl fmt::Debug for Count {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)

@@ -8,18 +8,42 @@
 //! allocator: they are a `BTreeSet`/`BTreeMap` of live ids, the plain gap
 //! scan, and SPEC.md's capacity formulas ([`oracle`]).
 //!
-//! One function per fuzz target: [`pool_ops`], [`dbitmap_ops`],
-//! [`handle_table`], [`concurrent_resize`]. A fuzz target calls one of them
-//! and does nothing else.
+//! Data flows one way: input bytes decode to an op program
+//! ([`decode`], [`sched::decode`]); a runner drives the allocator and the
+//! model ([`pool`], [`table`], [`sched`]); the first divergence is a typed
+//! [`check::Failure`]; a program prints as a [`trace::Trace`], which the
+//! triage tool replays and shrinks. Every target is listed once, in
+//! [`registry::TARGETS`]. A fuzz target calls one of [`pool_ops`],
+//! [`dbitmap_ops`], [`handle_table`], [`concurrent_resize`],
+//! [`kernel_dbitmap`] (or
+//! [`trace::roundtrip`]) and does nothing else.
 
+pub mod bits;
 pub mod check;
+pub mod designs;
+pub mod dict;
 pub mod domain;
+pub mod feedback;
+pub mod files;
+pub mod history;
+pub mod input;
+pub mod kernel;
+pub mod model;
+pub mod mutant;
 pub mod oracle;
 pub mod pool;
+pub mod registry;
 pub mod sched;
 pub mod seeds;
+pub mod shrink;
 pub mod table;
+pub mod table_start;
+pub mod table_target;
+pub mod targets;
+pub mod text;
 pub mod trace;
+
+pub use registry::{Target, TARGETS};
 
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -79,6 +103,55 @@ events! {
     /// A critical section ran while another thread's operation was between
     /// two of its steps (concurrent target only).
     interleaved,
+    /// A design driven beside mainline was compared with it at a capacity
+    /// of 4096 ids or more (`pool_ops`: the fast pool).
+    design_deep,
+    /// A reclaim gave ids back (the shrinker).
+    reclaimed,
+    /// The augmented tree handed out a handle of 64 or more.
+    tree_wide,
+    /// A context manager's insert found the map full, dropped the lock,
+    /// and at its grow commit handle 0 had changed hands (concurrent
+    /// target only).
+    manager_grow_zero_moved,
+    /// A context manager's insert found the map full, dropped the lock,
+    /// and another context manager's node was inserted before its grow
+    /// commit (concurrent target only).
+    manager_grow_other_manager,
+    /// The process died while an insert had dropped the lock, and the
+    /// insert then finished (refused or not, per version; concurrent
+    /// target only).
+    killed_in_window,
+    /// A dead process's table took a new reference (the C driver, which
+    /// does not look).
+    dead_inserted,
+    /// A lookup of a node (concurrent target only).
+    lookups,
+    /// A handle table was built from given handles, one of them above
+    /// 65,535 (`start-from`).
+    started_above_16_bits,
+    /// A pool built with an injected allocation failure was refused (the
+    /// Rust `with_capacity` above one word; `pool_ops`).
+    reset_refused,
+    /// A map was disabled at `dbitmap_init` (its allocation failed) and the
+    /// run went on with it (`dbitmap_ops`, `kernel_dbitmap`).
+    disabled_at_init,
+    /// A C grow size was asked at a size where the 32-bit shift wraps
+    /// (2^31 bits and up; computed, not allocated).
+    grow_target_wrapped,
+    /// A corruption changed a bit of the pool (concurrent target only).
+    corrupted,
+    /// A pick met a pool/`by_handle` mismatch and the version warned and
+    /// returned `EINVAL`, as its model expected (Rust mainline; concurrent
+    /// target only).
+    mismatch_einval,
+    /// A pick met a mismatch and the version logged it and searched on, as
+    /// its model expected (Rust's first posting; concurrent target only).
+    mismatch_search_on,
+    /// A pick met a mismatch and the kernel's `BUG()` fired, as the
+    /// version's model expected after the corruption (C; concurrent target
+    /// only).
+    mismatch_crash,
 }
 
 /// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a
@@ -95,44 +168,39 @@ pub fn decode<'a, Op: Arbitrary<'a>>(data: &'a [u8]) -> Vec<Op> {
     ops
 }
 
-/// The fuzz targets, by name.
-pub const TARGETS: [&str; 4] = [
-    "pool_ops",
-    "dbitmap_ops",
-    "handle_table",
-    "concurrent_resize",
-];
-
-/// Runs target `name` on `data`; `None` for an unknown target.
+/// Runs target `name` on `data`, panicking at the first failure as a fuzz
+/// target does; `None` for an unknown target.
 pub fn run_target(name: &str, data: &[u8]) -> Option<Events> {
-    Some(match name {
-        "pool_ops" => pool_ops(data),
-        "dbitmap_ops" => dbitmap_ops(data),
-        "handle_table" => handle_table(data),
-        "concurrent_resize" => concurrent_resize(data),
-        _ => return None,
-    })
+    Some(registry::fuzz(registry::target(name)?, data))
 }
 
-/// Target `pool_ops`: the Rust `IdPool` against the model.
+/// Target `pool_ops`: the Rust `IdPool` against the model, `FastPool`
+/// beside it.
 pub fn pool_ops(data: &[u8]) -> Events {
-    pool::run::<idpool::IdPool>(oracle::Policy::Rust, &decode(data))
+    registry::fuzz(&targets::POOL_OPS, data)
 }
 
 /// Target `dbitmap_ops`: the C `dbitmap` against the model.
 pub fn dbitmap_ops(data: &[u8]) -> Events {
-    pool::run::<idpool::DBitmap>(oracle::Policy::C, &decode(data))
+    registry::fuzz(&targets::DBITMAP_OPS, data)
 }
 
-/// Target `handle_table`: the three table flavours side by side.
+/// Target `handle_table`: mainline's three table flavours and the three
+/// designs side by side.
 pub fn handle_table(data: &[u8]) -> Events {
-    table::run(&decode(data))
+    registry::fuzz(&targets::HANDLE_TABLE, data)
 }
 
 /// Target `concurrent_resize`: 2 to 4 simulated threads whose steps are
 /// interleaved as the bytes say (see [`sched`]).
 pub fn concurrent_resize(data: &[u8]) -> Events {
-    sched_events(&sched::concurrent_resize(data))
+    registry::fuzz(&targets::CONCURRENT_RESIZE, data)
+}
+
+/// Target `kernel_dbitmap`: the kernel's own C dbitmap, ours and the model
+/// on the `dbitmap_ops` program (see [`kernel`]). Needs the kernel header.
+pub fn kernel_dbitmap(data: &[u8]) -> Events {
+    registry::fuzz(&targets::KERNEL_DBITMAP, data)
 }
 
 /// A concurrent run's outcome as [`Events`].
@@ -142,6 +210,17 @@ pub fn sched_events(out: &sched::Outcome) -> Events {
         shrink_committed: out.shrinks,
         alloc_failed: out.failed_allocs,
         interleaved: out.interleaved,
+        reclaimed: out.reclaims,
+        manager_grow_zero_moved: out.manager_grow_zero_moved,
+        manager_grow_other_manager: out.manager_grow_other_manager,
+        killed_in_window: out.killed_in_window,
+        dead_refused: out.dead_refused,
+        dead_inserted: out.dead_inserted,
+        lookups: out.lookups,
+        corrupted: out.corruptions,
+        mismatch_einval: out.mismatch_einval,
+        mismatch_search_on: out.mismatch_search_on,
+        mismatch_crash: out.mismatch_crash,
         ..Events::default()
     }
 }

@@ -6,11 +6,14 @@
 //! operation may run in between, so a single thread reaches every state that
 //! another thread could create while the lock is dropped.
 
-use crate::check::At;
+use crate::check::{At, Check, Checked, Op, OpKind};
 use crate::domain::{Capacity, Ceiling, Count, Point};
+use crate::feedback;
 use crate::oracle::{self, Policy, MAX_LEN, MIN};
+use crate::text::{arity, limits, one, parse_in, parse_point, OpText};
 use crate::Events;
 use arbitrary::{Arbitrary, Unstructured};
+use core::fmt;
 use idpool::{Bitmap, DBitmap, Gfp, IdPool, PoolResizer, ReallocRequest};
 use std::collections::BTreeSet;
 
@@ -36,7 +39,9 @@ pub enum PoolOp {
     },
     /// Commit the k-th pending resizer (k modulo how many are pending).
     Commit(u8),
-    /// Acquire `count` ids from the offset up, growing whenever full.
+    /// Acquire `count` ids from the offset up, growing whenever no id is
+    /// free from the current one up (from an offset below the capacity
+    /// too).
     AcquireMany {
         /// Where the search starts.
         offset: Point,
@@ -58,13 +63,19 @@ pub enum PoolOp {
     /// The pool in use is untouched (a map this large makes every later
     /// scan cost milliseconds).
     ProbeCeiling(Ceiling),
+    /// Start over with a fresh pool whose allocation fails (the Rust
+    /// `IdPool::with_capacity` with failing flags; the C `dbitmap_init`
+    /// failing, after which the map stays disabled). Where nothing is
+    /// built, the pool in use stays.
+    ResetFailing(Capacity),
 }
 
 impl<'a> Arbitrary<'a> for PoolOp {
     /// Weighted: resizes and their commits are common; the ceiling probe,
-    /// which maps 128 MiB, is rare.
+    /// which maps 128 MiB, is rare. The failing reset came last (100..=103),
+    /// so the selector bytes below 100 kept their meaning.
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(match u.int_in_range(0u8..=99)? {
+        Ok(match u.int_in_range(0u8..=103)? {
             0..=13 => PoolOp::Acquire(Point::arbitrary(u)?),
             14..=18 => PoolOp::FindThenDrop(Point::arbitrary(u)?),
             19..=29 => PoolOp::Release(Point::arbitrary(u)?),
@@ -83,8 +94,27 @@ impl<'a> Arbitrary<'a> for PoolOp {
             },
             82..=89 => PoolOp::ReleaseFrom(Point::arbitrary(u)?),
             90..=97 => PoolOp::Reset(Capacity::arbitrary(u)?),
-            _ => PoolOp::ProbeCeiling(Ceiling::arbitrary(u)?),
+            98..=99 => PoolOp::ProbeCeiling(Ceiling::arbitrary(u)?),
+            _ => PoolOp::ResetFailing(Capacity::arbitrary(u)?),
         })
+    }
+}
+
+impl Op for PoolOp {
+    fn kind(&self) -> OpKind {
+        match self {
+            PoolOp::Acquire(_) => OpKind::Acquire,
+            PoolOp::FindThenDrop(_) => OpKind::FindThenDrop,
+            PoolOp::Release(_) => OpKind::Release,
+            PoolOp::Prepare { .. } => OpKind::Prepare,
+            PoolOp::Commit(_) => OpKind::Commit,
+            PoolOp::AcquireMany { .. } => OpKind::AcquireMany,
+            PoolOp::ReleaseMany { .. } => OpKind::ReleaseMany,
+            PoolOp::ReleaseFrom(_) => OpKind::ReleaseFrom,
+            PoolOp::Reset(_) => OpKind::Reset,
+            PoolOp::ProbeCeiling(_) => OpKind::ProbeCeiling,
+            PoolOp::ResetFailing(_) => OpKind::ResetFailing,
+        }
     }
 }
 
@@ -111,6 +141,37 @@ const MAX_GROWS: usize = 32;
 
 /// The pool API the runner drives: a thin adapter over each flavour's own
 /// public API, with no logic of its own.
+///
+/// It is not the allocator's `idpool::Flavour`, which is what the handle
+/// table needs of a pool: `Flavour` finds ids with the table's fallback
+/// scan and reports a failed allocation as an error, while this runner
+/// needs the bare pool: a find without acquire, a reset at any size, and
+/// the C driver's failed allocation kept (as NULL) for its commit.
+/// Why no pool was built. For a single flavour, nothing more; for a twin
+/// ([`crate::designs::Twin`]) whose design disagreed with the flavour about
+/// building it, the design's name, the check and what happened, reported
+/// like any other difference of the twin.
+#[derive(Debug, Default)]
+pub struct Refused {
+    /// The design's name, the check, and what happened.
+    pub divergence: Option<(&'static str, Check, String)>,
+}
+
+/// A pool built, or [`Refused`].
+pub type Built<P> = Result<P, Refused>;
+
+/// The pool built, `None` when it was refused, or the failure of a twin
+/// that disagreed about refusing.
+fn built<P>(at: &At<'_, PoolOp>, fresh: Built<P>) -> Checked<Option<P>> {
+    match fresh {
+        Ok(pool) => Ok(Some(pool)),
+        Err(Refused {
+            divergence: Some((name, check, what)),
+        }) => Err(at.failure(check, Some(name), what)),
+        Err(Refused { divergence: None }) => Ok(None),
+    }
+}
+
 pub trait PoolApi: Sized {
     /// The target's name.
     const TARGET: &'static str;
@@ -119,15 +180,27 @@ pub trait PoolApi: Sized {
     /// An allocated resizer.
     type Resizer;
 
-    /// A fresh pool, or `None` when it cannot be built (the old one stays).
-    fn reset(capacity: usize) -> Option<Self>;
+    /// A fresh pool, or [`Refused`] when it cannot be built (the old one
+    /// stays).
+    fn reset(capacity: usize) -> Built<Self>;
+    /// The size a grow of a map of `nbits` bits asks for, computed without
+    /// a map, and whether a map of that size can be allocated where that
+    /// is known without memory (`None` where it would take memory): the C
+    /// flavour's 32-bit arithmetic at sizes no map can have. `None` for a
+    /// flavour probed on a real pool instead ([`PoolApi::DIRECT_CAPACITY`]).
+    fn grow_target_at(&self, nbits: u32) -> Option<(usize, Option<bool>)>;
+    /// A fresh pool of `capacity` ids built with failing allocation flags
+    /// ([`Gfp::Fail`]), or [`Refused`] when nothing is built (the old one
+    /// stays).
+    fn reset_failing(capacity: usize) -> Built<Self>;
     /// Whether the flavour can be built directly at any capacity (the C
     /// one grows by doubling only, so it skips [`PoolOp::ProbeCeiling`]).
     const DIRECT_CAPACITY: bool;
     /// Find and acquire.
     fn acquire(&mut self, offset: usize) -> Option<usize>;
-    /// Find without acquiring.
-    fn find(&mut self, offset: usize) -> Option<usize>;
+    /// Find without acquiring: the id, and the id as the 32-bit handle
+    /// where the flavour has that read (`UnusedId::as_u32`; C has none).
+    fn find(&mut self, offset: usize) -> Option<(usize, Option<u32>)>;
     /// Release.
     fn release(&mut self, id: usize);
     /// Ask to grow.
@@ -136,6 +209,12 @@ pub trait PoolApi: Sized {
     fn request_len(request: &Self::Request) -> usize;
     /// Allocate; `None` when the flavour drops a failed allocation on the spot.
     fn realloc(request: &Self::Request, gfp: Gfp) -> Option<Self::Resizer>;
+    /// Whether a resizer holds memory (a C resizer may hold NULL).
+    fn allocated(resizer: &Self::Resizer) -> bool;
+    /// What a resizer's public reads say of the memory it holds, if any:
+    /// its length, whether it is empty, and whether its bits are inline
+    /// where that can be read (the C resizer's `Bitmap::is_inline`).
+    fn shape(resizer: &Self::Resizer) -> Option<Shape>;
     /// Commit.
     fn commit(&mut self, kind: Resize, resizer: Self::Resizer);
     /// Grow at once (request, allocate, commit); `false` when it cannot.
@@ -144,6 +223,26 @@ pub trait PoolApi: Sized {
     fn capacity(&self) -> usize;
     /// The used ids, ascending.
     fn used(&self) -> Vec<usize>;
+    /// Whether `id` is used, read alone: the narrowest public read, which
+    /// shares no scan with [`PoolApi::used`] or the searches.
+    fn is_used(&self, id: usize) -> bool;
+    /// For a flavour that runs a second implementation beside ours (the
+    /// kernel's own C, [`crate::kernel::KernelPair`]): where the two first
+    /// disagreed, asked after every step. `None` for a single flavour.
+    fn diverged(&mut self) -> Option<String> {
+        None
+    }
+    /// The name of a design driven beside the flavour on the same
+    /// operations (see [`crate::designs::Twin`]), if any.
+    fn twin(&self) -> Option<&'static str> {
+        None
+    }
+    /// The first way the twin differed from the flavour since the last
+    /// call and, when `full`, a broken invariant of the twin's own.
+    fn take_divergence(&mut self, full: bool) -> Option<(Check, String)> {
+        let _ = full;
+        None
+    }
 }
 
 impl PoolApi for IdPool {
@@ -152,14 +251,21 @@ impl PoolApi for IdPool {
     type Request = ReallocRequest;
     type Resizer = PoolResizer;
 
-    fn reset(capacity: usize) -> Option<Self> {
-        IdPool::with_capacity(capacity, Gfp::Kernel).ok()
+    fn reset(capacity: usize) -> Built<Self> {
+        IdPool::with_capacity(capacity, Gfp::Kernel).map_err(|_| Refused::default())
+    }
+    fn reset_failing(capacity: usize) -> Built<Self> {
+        IdPool::with_capacity(capacity, Gfp::Fail).map_err(|_| Refused::default())
+    }
+    fn grow_target_at(&self, _: u32) -> Option<(usize, Option<bool>)> {
+        None
     }
     fn acquire(&mut self, offset: usize) -> Option<usize> {
         Some(self.find_unused_id(offset)?.acquire())
     }
-    fn find(&mut self, offset: usize) -> Option<usize> {
-        Some(self.find_unused_id(offset)?.as_usize())
+    fn find(&mut self, offset: usize) -> Option<(usize, Option<u32>)> {
+        let unused = self.find_unused_id(offset)?;
+        Some((unused.as_usize(), Some(unused.as_u32())))
     }
     fn release(&mut self, id: usize) {
         self.release_id(id);
@@ -175,6 +281,17 @@ impl PoolApi for IdPool {
     }
     fn realloc(request: &ReallocRequest, gfp: Gfp) -> Option<PoolResizer> {
         request.realloc(gfp).ok()
+    }
+    /// A `PoolResizer` exists only once its allocation succeeded.
+    fn allocated(_: &PoolResizer) -> bool {
+        true
+    }
+    fn shape(resizer: &PoolResizer) -> Option<Shape> {
+        Some(Shape {
+            len: resizer.len(),
+            empty: resizer.is_empty(),
+            inline: None,
+        })
     }
     fn commit(&mut self, kind: Resize, resizer: PoolResizer) {
         match kind {
@@ -198,6 +315,9 @@ impl PoolApi for IdPool {
     fn used(&self) -> Vec<usize> {
         self.used_ids().collect()
     }
+    fn is_used(&self, id: usize) -> bool {
+        IdPool::is_used(self, id)
+    }
 }
 
 impl PoolApi for DBitmap {
@@ -206,14 +326,27 @@ impl PoolApi for DBitmap {
     type Request = usize;
     type Resizer = (Option<Bitmap>, usize);
 
-    fn reset(capacity: usize) -> Option<Self> {
+    /// `None` when a grow on the way fails (disables the map) or the
+    /// doubling never reaches the size.
+    fn reset(capacity: usize) -> Built<Self> {
         let mut dmap = DBitmap::init(Gfp::Kernel);
         for _ in 0..MAX_GROWS {
-            if dmap.nbits() >= capacity.min(DBITMAP_RESET_LIMIT) || !dmap.grow_now() {
-                break;
+            if dmap.nbits() >= capacity.min(DBITMAP_RESET_LIMIT) {
+                return Ok(dmap);
+            }
+            if !dmap.grow_now() {
+                return Err(Refused::default());
             }
         }
-        Some(dmap)
+        Err(Refused::default())
+    }
+    /// `dbitmap_init` with its allocation failing: the map is disabled
+    /// from the start, whatever the size asked (a disabled map never grows).
+    fn reset_failing(_: usize) -> Built<Self> {
+        Ok(DBitmap::init(Gfp::Fail))
+    }
+    fn grow_target_at(&self, nbits: u32) -> Option<(usize, Option<bool>)> {
+        Some(dbitmap_grow_target_at(nbits))
     }
     fn acquire(&mut self, offset: usize) -> Option<usize> {
         if !self.enabled() {
@@ -221,8 +354,8 @@ impl PoolApi for DBitmap {
         }
         self.acquire_next_zero_bit(offset).ok()
     }
-    fn find(&mut self, offset: usize) -> Option<usize> {
-        self.next_zero_bit(offset)
+    fn find(&mut self, offset: usize) -> Option<(usize, Option<u32>)> {
+        Some((self.next_zero_bit(offset)?, None))
     }
     fn release(&mut self, id: usize) {
         self.clear_bit(id);
@@ -238,6 +371,16 @@ impl PoolApi for DBitmap {
     }
     fn realloc(&nbits: &usize, gfp: Gfp) -> Option<Self::Resizer> {
         Some((DBitmap::zalloc(nbits, gfp), nbits))
+    }
+    fn allocated((new, _): &Self::Resizer) -> bool {
+        new.is_some()
+    }
+    fn shape((new, _): &Self::Resizer) -> Option<Shape> {
+        new.as_ref().map(|map| Shape {
+            len: map.len(),
+            empty: map.is_empty(),
+            inline: Some(map.is_inline()),
+        })
     }
     fn commit(&mut self, kind: Resize, (new, nbits): Self::Resizer) {
         match kind {
@@ -259,6 +402,20 @@ impl PoolApi for DBitmap {
     fn used(&self) -> Vec<usize> {
         self.used_ids().collect()
     }
+    fn is_used(&self, id: usize) -> bool {
+        self.test_bit(id)
+    }
+}
+
+/// What a resizer's public reads say of it ([`PoolApi::shape`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Its length in ids.
+    pub len: usize,
+    /// Whether it has no ids at all.
+    pub empty: bool,
+    /// Whether its bits live inline, where that can be read.
+    pub inline: Option<bool>,
 }
 
 /// The most resizers pending at once.
@@ -287,6 +444,33 @@ pub struct PoolModel {
 }
 
 impl PoolModel {
+    /// Tells the fuzzer which abstract state `op` led to
+    /// ([`crate::feedback`]). The components, and why:
+    /// - the capacity class: the grow/shrink boundaries and the inline map;
+    /// - the fill class: the thresholds at a quarter, a half and full;
+    /// - pending grows and pending shrinks (0, 1, 2 or more each), and
+    ///   whether one of them failed to allocate: the commit windows;
+    /// - the kind of `op`: the same state reached by a commit and by an
+    ///   acquire are different transitions.
+    fn observe(&self, target: &str, op: &PoolOp) {
+        let pending = |kind: Resize| self.pending.iter().filter(|p| p.kind == kind).count() as u64;
+        feedback::observe(
+            feedback::AbstractState::new(target)
+                .with(
+                    feedback::capacity_class(self.cap),
+                    feedback::CAPACITY_CLASSES,
+                )
+                .with(
+                    feedback::fill_class(self.live.len(), self.cap),
+                    feedback::FILL_CLASSES,
+                )
+                .with(pending(Resize::Grow), 3)
+                .with(pending(Resize::Shrink), 3)
+                .with(u64::from(self.pending.iter().any(|p| !p.ok)), 2)
+                .with(op.kind() as u64, 64),
+        );
+    }
+
     /// A fresh pool of 64 ids.
     pub fn new(policy: Policy) -> Self {
         PoolModel {
@@ -300,6 +484,27 @@ impl PoolModel {
 
     fn enabled(&self) -> bool {
         self.cap != 0
+    }
+
+    /// The capacity after `ResetFailing(n)`, or `None` when nothing is
+    /// built.
+    ///
+    /// Rust (upstream `IdPool::with_capacity`): the size is raised to one
+    /// word, and a `BitmapVec` of at most one word lives inline and
+    /// allocates nothing, so failing flags cannot make it fail: 64 ids for
+    /// any `n` up to 64; above, the allocation fails and the caller gets
+    /// `AllocError`.
+    ///
+    /// C (`dbitmap_init`, then `binder_open`, which does not look at its
+    /// result): the map's allocation fails, `nbits` is 0 and the process
+    /// runs on the slow scan from its first reference: a disabled map,
+    /// whatever `n`.
+    fn reset_failing_capacity(&self, n: usize) -> Option<usize> {
+        match self.policy {
+            Policy::Rust if n <= 64 => Some(64),
+            Policy::Rust => None,
+            Policy::C => Some(0),
+        }
     }
 
     /// The capacity after `Reset(n)`, or `None` when the reset fails.
@@ -358,12 +563,11 @@ impl PoolModel {
                 Some(target) if target <= len => self.cap = len,
                 _ => {}
             },
-            (Policy::C, Resize::Grow) if !ok => self.disable(),
-            (Policy::C, Resize::Grow) => {
-                if self.enabled() && len > self.cap {
-                    self.cap = len;
-                }
-            }
+            (Policy::C, Resize::Grow) => match oracle::c_grow_commit(self.cap, len, !ok) {
+                oracle::CGrow::Keep => {}
+                oracle::CGrow::Install => self.cap = len,
+                oracle::CGrow::Disable => self.disable(),
+            },
             (Policy::C, Resize::Shrink) => {
                 if ok && self.shrink_target() == Some(len) {
                     self.cap = len;
@@ -402,10 +606,13 @@ impl PoolModel {
     }
 }
 
-/// Runs `ops` on a fresh pool of flavour `P` and on the model, checking
-/// every observable after every step. Panics at the first divergence.
-pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
-    let mut pool = P::reset(0).expect("a 64-id pool needs no memory");
+/// Runs `ops` on a fresh pool of flavour `P` and on the model. After every
+/// step the capacity and what the step touched ([`Touched`]) are compared,
+/// with the boundary ids read one at a time; after a commit, at the end of
+/// the input, and (the used set) after a bulk op or a reset, everything.
+/// The first divergence is the [`Failure`](crate::check::Failure).
+pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Checked<Events> {
+    let mut pool = P::reset(0).unwrap_or_else(|_| unreachable!("a 64-id pool needs no memory"));
     let mut pending: Vec<(Resize, P::Resizer)> = Vec::new();
     let mut model = PoolModel::new(policy);
     for (step, op) in ops.iter().enumerate() {
@@ -416,14 +623,36 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             capacity: model.cap,
         };
         crate::check::begin_step(P::TARGET, step, op, model.cap);
-        let full_check = apply(&at, &mut pool, &mut pending, &mut model);
-        at.eq("capacity", model.cap, pool.capacity());
+        let before = model.cap;
+        let applied = apply(&at, &mut pool, &mut pending, &mut model);
+        if let Some(divergence) = pool.diverged() {
+            let applied = applied.map(|t| t.is_everything());
+            return Err(kernel_divergence(&at, &applied, &model, &pool, &divergence));
+        }
+        // Any step that replaced the map (a commit, a bulk acquire that
+        // grew, a reset) is compared in full.
+        let touched = match applied? {
+            _ if model.cap != before => Touched::Everything,
+            touched => touched,
+        };
+        at.eq(Check::Capacity, model.cap, pool.capacity())?;
+        model.observe(P::TARGET, op);
         if model.cap >= 4096 {
             model.events.deep += 1;
         }
-        if full_check || model.cap <= 1024 {
-            check_used(&at, &model, &pool);
+        let everything = touched.is_everything();
+        if touched.used_set() {
+            check_used(&at, &model, &pool)?;
         }
+        // The bits are read through both sides of a kernel pair: a
+        // disagreement there is the kernel's finding, reported first.
+        let bits = check_bits(&at, &model, &pool, &touched);
+        if let Some(divergence) = pool.diverged() {
+            let bits = bits.map(|()| everything);
+            return Err(kernel_divergence(&at, &bits, &model, &pool, &divergence));
+        }
+        bits?;
+        check_twin(&at, &mut pool, everything, model.cap, &mut model.events)?;
     }
     if let Some(last) = ops.last() {
         let at = At {
@@ -432,42 +661,198 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Events {
             op: last,
             capacity: model.cap,
         };
-        check_used(&at, &model, &pool);
+        check_used(&at, &model, &pool)?;
+        let bits = check_bits(&at, &model, &pool, &Touched::Everything);
+        if let Some(divergence) = pool.diverged() {
+            let bits = bits.map(|()| true);
+            return Err(kernel_divergence(&at, &bits, &model, &pool, &divergence));
+        }
+        bits?;
+        check_twin(&at, &mut pool, true, model.cap, &mut model.events)?;
     }
-    model.events
+    Ok(model.events)
 }
 
-fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) {
+/// What a step may have changed, and so what is compared after it: the
+/// ids it touched are read one at a time (beside the boundaries, always);
+/// a bulk op, a reset or a refused commit also compares the whole used set
+/// once; a commit that resized (the map replaced) compares everything, id
+/// by id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Touched {
+    /// These ids, read one at a time.
+    Ids(Vec<usize>),
+    /// Many ids: these, read one at a time, and the whole used set.
+    Bulk(Vec<usize>),
+    /// The ids of this range (clipped to the capacity) and the whole used set.
+    Range(core::ops::Range<usize>),
+    /// Every id up to the capacity, the used set, and a twin's invariants.
+    Everything,
+}
+
+impl Touched {
+    fn is_everything(&self) -> bool {
+        matches!(self, Touched::Everything)
+    }
+    /// Whether the whole used set is compared.
+    fn used_set(&self) -> bool {
+        !matches!(self, Touched::Ids(_))
+    }
+    /// The ids read one at a time besides the boundaries, up to `cap`
+    /// (the one past the capacity is a boundary).
+    fn ids(&self, cap: usize) -> Box<dyn Iterator<Item = usize> + '_> {
+        match self {
+            Touched::Ids(ids) | Touched::Bulk(ids) => Box::new(ids.iter().copied()),
+            Touched::Range(r) => Box::new(r.start.min(cap + 1)..r.end.min(cap + 1)),
+            Touched::Everything => Box::new(0..cap + 1),
+        }
+    }
+}
+
+/// The failure when the two implementations inside `pool` disagree, with
+/// which side the model stands with: the model agrees with ours when
+/// neither the step's own checks nor the capacity failed.
+fn kernel_divergence<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    applied: &Checked<bool>,
+    model: &PoolModel,
+    pool: &P,
+    divergence: &str,
+) -> Box<crate::check::Failure> {
+    let model_says = match applied {
+        Err(f) => format!("the model disagrees with ours too ({})", f.message),
+        Ok(_) if model.cap != pool.capacity() => format!(
+            "the model disagrees with ours too (capacity: model {}, ours {})",
+            model.cap,
+            pool.capacity()
+        ),
+        Ok(_) => format!(
+            "the model agrees with ours (capacity {}): both read upstream the same way",
+            model.cap
+        ),
+    };
+    at.failure(
+        Check::Kernel,
+        None,
+        format_args!("kernel and ours disagree: {divergence}; {model_says}"),
+    )
+}
+
+/// The design driven beside the pool, if any, answered as the pool did
+/// (whose answers the model has just checked).
+fn check_twin<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    pool: &mut P,
+    full: bool,
+    capacity: usize,
+    events: &mut Events,
+) -> Checked {
+    let Some(name) = pool.twin() else {
+        return Ok(());
+    };
+    if let Some((check, what)) = pool.take_divergence(full) {
+        return Err(at.failure(check, Some(name), what));
+    }
+    if full && capacity >= 4096 {
+        events.design_deep += 1;
+    }
+    Ok(())
+}
+
+/// Reads the pool one id at a time ([`PoolApi::is_used`]) and compares
+/// each bit with the model's live set: the boundaries (0, 1, the last id
+/// of the capacity and the one past it, the highest live id and the one
+/// past it) always, and the ids the step touched (every id up to the
+/// capacity after a commit and at the end).
+fn check_bits<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    model: &PoolModel,
+    pool: &P,
+    touched: &Touched,
+) -> Checked {
+    let cap = model.cap;
+    let last = model.live.last().copied();
+    let boundaries = [0, 1, cap.saturating_sub(1), cap]
+        .into_iter()
+        .chain(last.into_iter().flat_map(|l| [l, l + 1]));
+    let diff: Vec<(usize, bool, bool)> = if touched.is_everything() {
+        // Every id up to the capacity walks the live set once, in step
+        // with the ids (a lookup per id made the full read the runner's
+        // hot spot); the few boundaries look their ids up.
+        let mut live = model.live.range(..=cap).copied().peekable();
+        let everything = (0..cap + 1).map(move |id| {
+            while live.next_if(|&l| l < id).is_some() {}
+            (id, live.next_if_eq(&id).is_some())
+        });
+        let boundaries = boundaries.map(|id| (id, model.live.contains(&id)));
+        differing(pool, everything.chain(boundaries))
+    } else {
+        let ids = touched.ids(cap).chain(boundaries);
+        differing(pool, ids.map(|id| (id, model.live.contains(&id))))
+    };
+    if diff.is_empty() {
+        return Ok(());
+    }
+    Err(at.failure(
+        Check::PoolBits,
+        None,
+        format_args!("bits read one id at a time (id, expected, actual): {diff:?}"),
+    ))
+}
+
+/// The first few `(id, expected, actual)` where the pool's bit differs.
+fn differing<P: PoolApi>(
+    pool: &P,
+    expected: impl Iterator<Item = (usize, bool)>,
+) -> Vec<(usize, bool, bool)> {
+    expected
+        .filter_map(|(id, expected)| {
+            let actual = pool.is_used(id);
+            (expected != actual).then_some((id, expected, actual))
+        })
+        .take(6)
+        .collect()
+}
+
+fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) -> Checked {
     let used = pool.used();
-    if used.len() != model.live.len() || !used.iter().eq(model.live.iter()) {
-        let lost: Vec<_> = model
-            .live
-            .iter()
-            .filter(|id| used.binary_search(id).is_err())
-            .take(8)
-            .collect();
-        let extra: Vec<_> = used
-            .iter()
-            .filter(|id| !model.live.contains(id))
-            .take(8)
-            .collect();
-        at.fail_check("used ids", format_args!(
+    if used.len() == model.live.len() && used.iter().eq(model.live.iter()) {
+        return Ok(());
+    }
+    let lost: Vec<_> = model
+        .live
+        .iter()
+        .filter(|id| used.binary_search(id).is_err())
+        .take(8)
+        .collect();
+    let extra: Vec<_> = used
+        .iter()
+        .filter(|id| !model.live.contains(id))
+        .take(8)
+        .collect();
+    Err(at.failure(
+        Check::UsedIds,
+        None,
+        format_args!(
             "used ids: expected {} ids, got {}; lost {lost:?}, unexpected {extra:?} (first 8 of each)",
             model.live.len(),
             used.len()
-        ));
-    }
+        ),
+    ))
 }
 
+/// The runner's state besides the pool: the pending resizers, in step with
+/// the model's.
+type Pending<P> = Vec<(Resize, <P as PoolApi>::Resizer)>;
+
 /// Applies one op to both sides and checks its direct result. Returns
-/// whether the op may have touched many bits (so the caller compares the
-/// whole used set).
+/// what the op may have touched, for the checks after it.
 fn apply<P: PoolApi>(
     at: &At<'_, PoolOp>,
     pool: &mut P,
-    pending: &mut Vec<(Resize, P::Resizer)>,
+    pending: &mut Pending<P>,
     model: &mut PoolModel,
-) -> bool {
+) -> Checked<Touched> {
     match *at.op {
         PoolOp::Acquire(offset) => {
             let offset = offset.resolve(model.cap);
@@ -478,163 +863,508 @@ fn apply<P: PoolApi>(
                 }
                 None => model.events.pool_full += 1,
             }
-            at.eq("acquired id", expected, pool.acquire(offset));
-            false
+            at.eq(Check::AcquiredId, expected, pool.acquire(offset))?;
+            Ok(Touched::Ids(expected.into_iter().collect()))
         }
         PoolOp::FindThenDrop(offset) => {
             let offset = offset.resolve(model.cap);
-            at.eq("found id", model.smallest_free(offset), pool.find(offset));
-            false
+            let expected = model.smallest_free(offset);
+            let found = pool.find(offset);
+            at.eq(Check::FoundId, expected, found.map(|(id, _)| id))?;
+            if let Some((_, Some(handle))) = found {
+                // Ids are below 2^31, so the 32-bit handle is the id.
+                let expected = expected.map(|id| u32::try_from(id).expect("below 2^31"));
+                at.eq(Check::FoundId, expected, Some(handle))?;
+            }
+            Ok(Touched::Ids(expected.into_iter().collect()))
         }
         PoolOp::Release(id) => {
             let id = id.resolve(model.cap);
             model.live.remove(&id);
             pool.release(id);
-            false
+            Ok(Touched::Ids(vec![id]))
         }
         PoolOp::Prepare { kind, fail } => {
-            let expected = match kind {
-                Resize::Grow => model.grow_target(),
-                Resize::Shrink => model.shrink_target(),
-            };
-            if kind == Resize::Grow && expected.is_none() {
-                model.events.grow_at_ceiling += 1;
-            }
-            let request = pool.request(kind);
-            at.eq(
-                "requested size",
-                expected,
-                request.as_ref().map(P::request_len),
-            );
-            let (Some(len), Some(request)) = (expected, request) else {
-                return false;
-            };
-            let ok = model.alloc_ok(len, fail);
-            if !ok {
-                model.events.alloc_failed += 1;
-            }
-            let resizer = P::realloc(&request, if fail { Gfp::Fail } else { Gfp::Kernel });
-            // Rust drops a failed allocation on the spot; C commits NULL.
-            let kept = ok || model.policy == Policy::C;
-            at.eq("allocation kept for commit", kept, resizer.is_some());
-            if let Some(resizer) = resizer {
-                if pending.len() == MAX_PENDING {
-                    pending.remove(0);
-                    model.pending.remove(0);
-                }
-                pending.push((kind, resizer));
-                model.pending.push(ModelPending { kind, len, ok });
-            }
-            false
+            prepare(at, pool, pending, model, kind, fail).map(|_| Touched::Ids(Vec::new()))
         }
         PoolOp::Commit(k) => {
             if model.pending.is_empty() {
-                return false;
+                return Ok(Touched::Ids(Vec::new()));
             }
             let k = k as usize % model.pending.len();
             let ModelPending { kind, len, ok } = model.pending.remove(k);
             let (_, resizer) = pending.remove(k);
+            let before = model.cap;
             model.commit(kind, len, ok);
             pool.commit(kind, resizer);
-            true
+            // A resize (or a disabled map) replaced the bits: every id is
+            // read. A commit the model refuses keeps the map, whose used
+            // set is still compared whole.
+            Ok(if model.cap != before {
+                Touched::Everything
+            } else {
+                Touched::Bulk(Vec::new())
+            })
         }
         PoolOp::AcquireMany { offset, count } => {
-            let mut next = offset.resolve(model.cap);
-            for i in 0..count.0 {
-                let expected = loop {
-                    match model.smallest_free(next) {
-                        Some(id) => break Some(id),
-                        None if next < model.cap
-                            || model.cap >= BULK_CAP_LIMIT
-                            || !model.grow_now() =>
-                        {
-                            break None
-                        }
-                        None => {}
-                    }
-                };
-                // Only grow the pool when the model did: the pool grows to
-                // the same size through its own request/realloc/commit.
-                let mut actual = None;
-                for _ in 0..MAX_GROWS {
-                    actual = pool.acquire(next);
-                    if actual.is_some() || pool.capacity() >= model.cap || !pool.grow_now() {
-                        break;
-                    }
-                }
-                if let Some(id) = expected {
-                    model.live.insert(id);
-                }
-                at.eq(
-                    format_args!("id #{i} of the bulk acquire"),
-                    expected,
-                    actual,
-                );
-                at.eq(
-                    "capacity during the bulk acquire",
-                    model.cap,
-                    pool.capacity(),
-                );
-                match expected {
-                    Some(id) => next = id + 1,
-                    None => {
-                        model.events.pool_full += 1;
-                        break;
-                    }
-                }
-            }
-            true
+            acquire_many(at, pool, model, offset, count).map(Touched::Bulk)
         }
         PoolOp::ReleaseMany { from, count } => {
             let from = from.resolve(model.cap);
-            for id in from..from.saturating_add(count.0) {
-                model.live.remove(&id);
-                pool.release(id);
-            }
-            true
+            let range = from..from.saturating_add(count.0);
+            release_all(pool, model, range.clone());
+            Ok(Touched::Range(range))
         }
         PoolOp::ReleaseFrom(from) => {
             let from = from.resolve(model.cap);
             let doomed: Vec<usize> = model.live.range(from..).copied().collect();
-            for id in doomed {
-                model.live.remove(&id);
-                pool.release(id);
-            }
-            true
+            release_all(pool, model, doomed.iter().copied());
+            Ok(Touched::Bulk(doomed))
         }
         PoolOp::ProbeCeiling(Ceiling(n)) => {
-            if !P::DIRECT_CAPACITY {
-                return false;
-            }
-            let mut aside = PoolModel::new(model.policy);
-            let expected = aside.reset_capacity(n);
-            let fresh = P::reset(n);
-            at.eq("ceiling pool built", expected.is_some(), fresh.is_some());
-            if let (Some(cap), Some(fresh)) = (expected, fresh) {
-                aside.cap = cap;
-                at.eq("ceiling pool capacity", cap, fresh.capacity());
-                let target = aside.grow_target();
-                if target.is_none() {
-                    model.events.grow_at_ceiling += 1;
+            probe_ceiling(at, pool, model, n).map(|_| Touched::Ids(Vec::new()))
+        }
+        PoolOp::ResetFailing(Capacity(n)) => {
+            let expected = model.reset_failing_capacity(n);
+            let fresh = built(at, P::reset_failing(n))?;
+            at.eq(Check::ResetSucceeds, expected.is_some(), fresh.is_some())?;
+            match (expected, fresh) {
+                (Some(cap), Some(fresh)) => {
+                    model.events.disabled_at_init += u32::from(cap == 0);
+                    model.cap = cap;
+                    model.live.clear();
+                    *pool = fresh;
                 }
-                at.eq(
-                    "grow request at the ceiling",
-                    target,
-                    fresh.request(Resize::Grow).as_ref().map(P::request_len),
-                );
+                _ => model.events.reset_refused += 1,
             }
-            false
+            Ok(Touched::Bulk(Vec::new()))
         }
         PoolOp::Reset(Capacity(n)) => {
             let expected = model.reset_capacity(n);
-            let fresh = P::reset(n);
-            at.eq("reset succeeds", expected.is_some(), fresh.is_some());
+            let fresh = built(at, P::reset(n))?;
+            at.eq(Check::ResetSucceeds, expected.is_some(), fresh.is_some())?;
             if let (Some(cap), Some(fresh)) = (expected, fresh) {
                 model.cap = cap;
                 model.live.clear();
                 *pool = fresh;
             }
-            true
+            Ok(Touched::Bulk(Vec::new()))
+        }
+    }
+}
+
+fn release_all<P: PoolApi>(
+    pool: &mut P,
+    model: &mut PoolModel,
+    ids: impl IntoIterator<Item = usize>,
+) {
+    for id in ids {
+        model.live.remove(&id);
+        pool.release(id);
+    }
+}
+
+/// [`PoolOp::Prepare`]: request on both sides, compare, allocate, and
+/// queue the resizer.
+fn prepare<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    pool: &mut P,
+    pending: &mut Pending<P>,
+    model: &mut PoolModel,
+    kind: Resize,
+    fail: bool,
+) -> Checked {
+    let expected = match kind {
+        Resize::Grow => model.grow_target(),
+        Resize::Shrink => model.shrink_target(),
+    };
+    if kind == Resize::Grow && expected.is_none() {
+        model.events.grow_at_ceiling += 1;
+    }
+    let request = pool.request(kind);
+    at.eq(
+        Check::RequestedSize,
+        expected,
+        request.as_ref().map(P::request_len),
+    )?;
+    let (Some(len), Some(request)) = (expected, request) else {
+        return Ok(());
+    };
+    let ok = model.alloc_ok(len, fail);
+    if !ok {
+        model.events.alloc_failed += 1;
+    }
+    let resizer = P::realloc(&request, if fail { Gfp::Fail } else { Gfp::Kernel });
+    // Rust drops a failed allocation on the spot (no resizer); C keeps a
+    // resizer either way, holding NULL when the allocation failed. So the
+    // check reads both whether a resizer exists and whether it holds memory.
+    let kept = match model.policy {
+        Policy::Rust => ok.then_some(true),
+        Policy::C => Some(ok),
+    };
+    at.eq(
+        Check::AllocationKept,
+        kept,
+        resizer.as_ref().map(P::allocated),
+    )?;
+    if let Some(shape) = resizer.as_ref().and_then(P::shape) {
+        // SPEC.md: a bitmap of 64 bits or fewer lives inline.
+        let expected = Shape {
+            len,
+            empty: len == 0,
+            inline: shape.inline.map(|_| len <= MIN),
+        };
+        at.eq(Check::ResizerShape, expected, shape)?;
+    }
+    if let Some(resizer) = resizer {
+        if pending.len() == MAX_PENDING {
+            pending.remove(0);
+            model.pending.remove(0);
+        }
+        pending.push((kind, resizer));
+        model.pending.push(ModelPending { kind, len, ok });
+    }
+    Ok(())
+}
+
+/// [`PoolOp::AcquireMany`]: acquire one id after the other, growing both
+/// sides whenever the model is full. Returns the ids acquired.
+fn acquire_many<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    pool: &mut P,
+    model: &mut PoolModel,
+    offset: Point,
+    count: Count,
+) -> Checked<Vec<usize>> {
+    let mut acquired = Vec::new();
+    let mut next = offset.resolve(model.cap);
+    for i in 0..count.0 {
+        let expected = loop {
+            match model.smallest_free(next) {
+                Some(id) => break Some(id),
+                // Full from `next` up, wherever `next` is (below the
+                // capacity too): grow, as a caller that needs an id must.
+                None if model.cap >= BULK_CAP_LIMIT || !model.grow_now() => break None,
+                None => {}
+            }
+        };
+        // Only grow the pool when the model did: the pool grows to
+        // the same size through its own request/realloc/commit.
+        let mut actual = None;
+        for _ in 0..MAX_GROWS {
+            actual = pool.acquire(next);
+            if actual.is_some() || pool.capacity() >= model.cap || !pool.grow_now() {
+                break;
+            }
+        }
+        if let Some(id) = expected {
+            model.live.insert(id);
+            acquired.push(id);
+        }
+        at.compare(
+            Check::BulkId,
+            None,
+            format_args!("id #{i} of the bulk acquire"),
+            expected,
+            actual,
+        )?;
+        at.eq(Check::BulkCapacity, model.cap, pool.capacity())?;
+        match expected {
+            Some(id) => next = id + 1,
+            None => {
+                model.events.pool_full += 1;
+                break;
+            }
+        }
+    }
+    Ok(acquired)
+}
+
+/// [`PoolApi::grow_target_at`] for our `DBitmap`: the size asked, and
+/// whether it can be allocated where no memory is needed to know (above
+/// `Bitmap::MAX_LEN` the allocation is refused before any memory is asked
+/// for; up to one word it is inline).
+pub fn dbitmap_grow_target_at(nbits: u32) -> (usize, Option<bool>) {
+    let target = DBitmap::grow_nbits_for(nbits);
+    let known = target > Bitmap::MAX_LEN || target <= Bitmap::MAX_INLINE_LEN;
+    (
+        target,
+        known.then(|| DBitmap::zalloc(target, Gfp::Kernel).is_some()),
+    )
+}
+
+/// What a C grow of a map of `nbits` bits asks for and leads to, stated
+/// from the C types rather than by shifting: `nbits << 1` on a 32-bit
+/// `unsigned int` is `2 * nbits` reduced modulo 2^32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CGrowSize {
+    /// The size `dbitmap_grow_nbits` asks for.
+    pub target: usize,
+    /// Whether our `Bitmap` can allocate a map of that size: not above
+    /// its `MAX_LEN` (2^31 - 1 bits). That limit is this crate's, not the
+    /// kernel's (`bitmap_zalloc` takes an `unsigned int` and kmalloc
+    /// refuses far earlier), so this restates our own limit and only pins
+    /// it; the size asked (`target`) is what `kernel_dbitmap` checks
+    /// against the kernel's own `dbitmap_grow_nbits`. A 0-bit map needs no
+    /// memory.
+    pub allocatable: bool,
+    /// Whether the request is no larger than the map (the shift wrapped):
+    /// mainline `dbitmap_grow` then frees the new map and changes nothing,
+    /// so the C driver's `-EAGAIN` retry would find the map full again and
+    /// spin. No map reaches that size: the grow to 2^31 is refused first
+    /// (and the map disabled), which the probe states as `allocatable`.
+    pub wraps: bool,
+}
+
+impl CGrowSize {
+    /// The model's answer for a map of `nbits` bits.
+    pub fn of(nbits: u32) -> CGrowSize {
+        let target = ((2 * u64::from(nbits)) % (1u64 << 32)) as usize;
+        CGrowSize {
+            target,
+            allocatable: target <= i32::MAX as usize,
+            wraps: target <= nbits as usize,
+        }
+    }
+}
+
+/// [`PoolOp::ProbeCeiling`] on the C flavour: no map of `n` bits is built;
+/// the grow size asked at `n` and whether it could be allocated are
+/// compared with [`CGrowSize`], up to 2^31 where the 32-bit shift wraps to 0.
+fn probe_c_grow<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    pool: &P,
+    model: &mut PoolModel,
+    n: usize,
+) -> Checked {
+    let Ok(nbits) = u32::try_from(n) else {
+        return Ok(());
+    };
+    let Some((target, allocatable)) = pool.grow_target_at(nbits) else {
+        return Ok(());
+    };
+    let expected = CGrowSize::of(nbits);
+    if expected.wraps {
+        model.events.grow_target_wrapped += 1;
+    }
+    at.eq(Check::CeilingGrowRequest, expected.target, target)?;
+    match allocatable {
+        Some(allocatable) => at.eq(Check::CeilingPoolBuilt, expected.allocatable, allocatable),
+        None => Ok(()),
+    }
+}
+
+/// [`PoolOp::ProbeCeiling`]: a pool of `n` ids built aside must refuse to
+/// grow past the ceiling exactly where SPEC.md says; for the C flavour,
+/// which cannot be built at any size, see [`probe_c_grow`].
+fn probe_ceiling<P: PoolApi>(
+    at: &At<'_, PoolOp>,
+    pool: &P,
+    model: &mut PoolModel,
+    n: usize,
+) -> Checked {
+    if !P::DIRECT_CAPACITY {
+        return probe_c_grow(at, pool, model, n);
+    }
+    let mut aside = PoolModel::new(model.policy);
+    let expected = aside.reset_capacity(n);
+    let fresh = built(at, P::reset(n))?;
+    at.eq(Check::CeilingPoolBuilt, expected.is_some(), fresh.is_some())?;
+    let (Some(cap), Some(mut fresh)) = (expected, fresh) else {
+        return Ok(());
+    };
+    aside.cap = cap;
+    at.eq(Check::CeilingPoolCapacity, cap, fresh.capacity())?;
+    let target = aside.grow_target();
+    if target.is_none() {
+        model.events.grow_at_ceiling += 1;
+    }
+    at.eq(
+        Check::CeilingGrowRequest,
+        target,
+        fresh.request(Resize::Grow).as_ref().map(P::request_len),
+    )?;
+    // What the pool built aside's twin noted of its own answers.
+    if let (Some(name), Some((check, what))) = (fresh.twin(), fresh.take_divergence(false)) {
+        return Err(at.failure(check, Some(name), what));
+    }
+    Ok(())
+}
+
+impl OpText for PoolOp {
+    fn write_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PoolOp::Acquire(x) => write!(f, "acquire {x:?}"),
+            PoolOp::FindThenDrop(x) => write!(f, "find {x:?}"),
+            PoolOp::Release(x) => write!(f, "release {x:?}"),
+            PoolOp::Prepare { kind, fail } => {
+                let kind = match kind {
+                    Resize::Grow => "grow",
+                    Resize::Shrink => "shrink",
+                };
+                write!(f, "prepare {kind}{}", if fail { " fail" } else { "" })
+            }
+            PoolOp::Commit(k) => write!(f, "commit {k}"),
+            PoolOp::AcquireMany { offset, count } => write!(f, "acquire-many {offset:?} {count:?}"),
+            PoolOp::ReleaseMany { from, count } => write!(f, "release-many {from:?} {count:?}"),
+            PoolOp::ReleaseFrom(x) => write!(f, "release-from {x:?}"),
+            PoolOp::Reset(c) => write!(f, "reset {c:?}"),
+            PoolOp::ProbeCeiling(c) => write!(f, "probe-ceiling {c:?}"),
+            PoolOp::ResetFailing(c) => write!(f, "reset {c:?} fail"),
+        }
+    }
+
+    fn parse_text(w: &[&str]) -> Result<Self, String> {
+        Ok(match w[0] {
+            "acquire" => PoolOp::Acquire(one(w, parse_point)?),
+            "find" => PoolOp::FindThenDrop(one(w, parse_point)?),
+            "release" => PoolOp::Release(one(w, parse_point)?),
+            "prepare" => {
+                arity(w, 2, 3)?;
+                let kind = match w[1] {
+                    "grow" => Resize::Grow,
+                    "shrink" => Resize::Shrink,
+                    other => {
+                        return Err(format!(
+                            "prepare what? expected grow or shrink, found {other:?}"
+                        ))
+                    }
+                };
+                let fail = match w.get(2) {
+                    None => false,
+                    Some(&"fail") => true,
+                    Some(other) => {
+                        return Err(format!("expected `fail` or nothing, found {other:?}"))
+                    }
+                };
+                PoolOp::Prepare { kind, fail }
+            }
+            "commit" => PoolOp::Commit(one(w, |w| parse_in(w, limits::INDEX))?),
+            "acquire-many" | "release-many" => {
+                arity(w, 3, 3)?;
+                let (point, count) = (parse_point(w[1])?, Count(parse_in(w[2], limits::COUNT)?));
+                match w[0] {
+                    "acquire-many" => PoolOp::AcquireMany {
+                        offset: point,
+                        count,
+                    },
+                    _ => PoolOp::ReleaseMany { from: point, count },
+                }
+            }
+            "release-from" => PoolOp::ReleaseFrom(one(w, parse_point)?),
+            "reset" => {
+                arity(w, 2, 3)?;
+                let capacity = Capacity(parse_in(w[1], limits::RESET)?);
+                match w.get(2) {
+                    None => PoolOp::Reset(capacity),
+                    Some(&"fail") => PoolOp::ResetFailing(capacity),
+                    Some(other) => {
+                        return Err(format!("expected `fail` or nothing, found {other:?}"))
+                    }
+                }
+            }
+            "probe-ceiling" => {
+                PoolOp::ProbeCeiling(Ceiling(one(w, |w| parse_in(w, limits::CEILING))?))
+            }
+            other => return Err(format!("unknown pool operation {other:?}")),
+        })
+    }
+
+    fn simpler(&self) -> Option<Self> {
+        match *self {
+            PoolOp::AcquireMany { offset, count } => count
+                .half()
+                .map(|count| PoolOp::AcquireMany { offset, count }),
+            PoolOp::ReleaseMany { from, count } => count
+                .half()
+                .map(|count| PoolOp::ReleaseMany { from, count }),
+            PoolOp::Prepare { kind, fail: true } => Some(PoolOp::Prepare { kind, fail: false }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod reset_failing_tests {
+    use super::*;
+
+    /// A pool built with failing flags, as upstream builds it: the Rust
+    /// `IdPool::with_capacity` (raised to `MAX_INLINE_LEN`, and
+    /// `BitmapVec::new` allocates nothing up to it) builds 64 ids up to 64
+    /// and refuses above; the C `dbitmap_init` leaves the map disabled
+    /// (`nbits == 0`), which `binder_open` does not check. One table of
+    /// cases, not the formula again.
+    #[test]
+    /// Upstream `IdPool::with_capacity` (rust/kernel/id_pool.rs: the size
+    /// raised to `BitmapVec::MAX_INLINE_LEN`, inline up to one word) and
+    /// `dbitmap_init` (drivers/android/dbitmap.h) under failing flags, as
+    /// a table of cases; the twin (`IdPool` and the fast pool) must agree.
+    fn upstream_with_capacity_and_dbitmap_init_under_failing_flags() {
+        let rust = PoolModel::new(Policy::Rust);
+        let c = PoolModel::new(Policy::C);
+        for (n, expected) in [
+            (0, Some(64)),
+            (1, Some(64)),
+            (64, Some(64)),
+            (65, None),
+            (4096, None),
+        ] {
+            assert_eq!(rust.reset_failing_capacity(n), expected, "rust {n}");
+            assert_eq!(
+                IdPool::reset_failing(n).ok().map(|p| p.capacity()),
+                expected,
+                "IdPool {n}"
+            );
+            assert_eq!(
+                crate::designs::Twin::reset_failing(n)
+                    .ok()
+                    .map(|p| p.capacity()),
+                expected,
+                "Twin {n}"
+            );
+            assert_eq!(c.reset_failing_capacity(n), Some(0), "c {n}");
+            assert_eq!(
+                DBitmap::reset_failing(n).ok().map(|d| d.nbits()),
+                Some(0),
+                "DBitmap {n}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod c_grow_tests {
+    use super::*;
+
+    /// The C grow size near 2^31, one table of cases (upstream
+    /// `dbitmap_grow_nbits`: `nbits << 1`, `nbits` an `unsigned int`):
+    /// 2^30 asks for 2^31, which no map can have (refused: the map is
+    /// disabled); 2^31 - 1 asks for 2^32 - 2; 2^31 wraps to 0, and past it
+    /// the size asked is below the map's. Our `DBitmap` answers the same
+    /// without allocating.
+    #[test]
+    fn c_grow_cases_near_the_wrap() {
+        let cases: [(u32, usize, bool, bool); 7] = [
+            (64, 128, true, false),
+            (1 << 29, 1 << 30, true, false),
+            (1 << 30, 1 << 31, false, false),
+            ((1 << 31) - 1, (1 << 32) - 2, false, false),
+            (1 << 31, 0, true, true),
+            ((1 << 31) + 5, 10, true, true),
+            (u32::MAX, (1 << 32) - 2, false, true),
+        ];
+        for (nbits, target, allocatable, wraps) in cases {
+            let expected = CGrowSize {
+                target,
+                allocatable,
+                wraps,
+            };
+            assert_eq!(CGrowSize::of(nbits), expected, "nbits {nbits}");
+            let (ours, alloc) = dbitmap_grow_target_at(nbits);
+            assert_eq!(ours, target, "DBitmap at {nbits}");
+            if let Some(alloc) = alloc {
+                assert_eq!(alloc, allocatable, "DBitmap allocation at {nbits}");
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! pseudo-random inputs, must not fail, and must reach the paths that make
 //! the campaign worth running.
 
-use idpool_harness::{decode, oracle::Policy, pool, seeds, table, Events};
+use idpool_harness::{seeds, Events};
 
 fn run_many(inputs: u64, run: impl Fn(&[u8]) -> Events) -> Events {
     let mut total = Events::default();
@@ -14,9 +14,7 @@ fn run_many(inputs: u64, run: impl Fn(&[u8]) -> Events) -> Events {
 
 #[test]
 fn pool_ops_reaches_the_interesting_paths() {
-    let e = run_many(3000, |d| {
-        pool::run::<idpool::IdPool>(Policy::Rust, &decode(d))
-    });
+    let e = run_many(3000, idpool_harness::pool_ops);
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -26,13 +24,15 @@ fn pool_ops_reaches_the_interesting_paths() {
     assert!(e.pool_full > 0, "{e:?}");
     assert!(e.grow_at_ceiling > 0, "{e:?}");
     assert!(e.deep > 0, "{e:?}");
+    // FastPool, driven beside IdPool, compared at 4096 ids or more.
+    assert!(e.design_deep > 0, "{e:?}");
+    // with_capacity with failing flags: refused above one word.
+    assert!(e.reset_refused > 0, "{e:?}");
 }
 
 #[test]
 fn dbitmap_ops_reaches_the_interesting_paths() {
-    let e = run_many(3000, |d| {
-        pool::run::<idpool::DBitmap>(Policy::C, &decode(d))
-    });
+    let e = run_many(3000, idpool_harness::dbitmap_ops);
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -41,11 +41,15 @@ fn dbitmap_ops_reaches_the_interesting_paths() {
     assert!(e.pool_full > 0, "{e:?}");
     assert!(e.disabled > 0, "{e:?}");
     assert!(e.deep > 0, "{e:?}");
+    // dbitmap_init's allocation failed: disabled from the start.
+    assert!(e.disabled_at_init > 0, "{e:?}");
+    // The grow size asked at 2^31 bits, where the 32-bit shift wraps.
+    assert!(e.grow_target_wrapped > 0, "{e:?}");
 }
 
 #[test]
 fn handle_table_reaches_the_interesting_paths() {
-    let e = run_many(3000, |d| table::run(&decode(d)));
+    let e = run_many(3000, idpool_harness::handle_table);
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
     assert!(e.alloc_failed > 0, "{e:?}");
@@ -53,13 +57,193 @@ fn handle_table_reaches_the_interesting_paths() {
     assert!(e.disabled > 0, "{e:?}");
     assert!(e.scan_fallback > 0, "{e:?}");
     assert!(e.dead_refused > 0, "{e:?}");
+    // The designs: a reclaim that gave ids back, the augmented tree above
+    // one word's worth of handles.
+    assert!(e.reclaimed > 0, "{e:?}");
+    assert!(e.tree_wide > 0, "{e:?}");
+    // A table built from given handles, one above 65,535 (`start-from`).
+    assert!(e.started_above_16_bits > 0, "{e:?}");
 }
 
 #[test]
 fn concurrent_resize_interleaves_resizes() {
-    let e = run_many(3000, idpool_harness::concurrent_resize);
+    let mut e = run_many(3000, idpool_harness::concurrent_resize);
+    for data in seeds::crafted("concurrent_resize") {
+        e.merge(idpool_harness::concurrent_resize(&data));
+    }
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
     assert!(e.alloc_failed > 0, "{e:?}");
     assert!(e.interleaved > 0, "{e:?}");
+    assert!(e.reclaimed > 0, "{e:?}");
+    // The context manager's insert found the map full, and while its lock
+    // was dropped handle 0 changed hands or another manager node came in.
+    assert!(e.manager_grow_zero_moved > 0, "{e:?}");
+    assert!(e.manager_grow_other_manager > 0, "{e:?}");
+    // The process dies: Rust refuses new references, C takes them, and an
+    // insert that had dropped the lock finishes after the death.
+    assert!(e.dead_refused > 0, "{e:?}");
+    assert!(e.dead_inserted > 0, "{e:?}");
+    assert!(e.killed_in_window > 0, "{e:?}");
+    assert!(e.lookups > 0, "{e:?}");
+    // The pool is corrupted behind the table's back, and each version's
+    // reaction to the mismatch a pick then meets is seen, as its model
+    // expects it: Rust mainline warns and returns EINVAL, Rust's first
+    // posting logs and searches on, C hits BUG().
+    assert!(e.corrupted > 0, "{e:?}");
+    assert!(e.mismatch_einval > 0, "{e:?}");
+    assert!(e.mismatch_search_on > 0, "{e:?}");
+    assert!(e.mismatch_crash > 0, "{e:?}");
+}
+
+/// Each hand-written concurrent seed reaches its interleaving, on the
+/// Rust pool and on the C one.
+#[test]
+fn crafted_concurrent_seeds_reach_their_interleavings() {
+    let crafted = seeds::crafted("concurrent_resize");
+    assert_eq!(crafted.len(), 4);
+    for (i, data) in crafted.iter().enumerate() {
+        let e = idpool_harness::concurrent_resize(data);
+        match i % 2 {
+            0 => assert!(e.manager_grow_zero_moved > 0, "seed {i}: {e:?}"),
+            _ => assert!(e.manager_grow_other_manager > 0, "seed {i}: {e:?}"),
+        }
+    }
+}
+
+/// Every pool of the concurrent target runs in the seeded inputs.
+#[test]
+fn concurrent_resize_runs_every_pool() {
+    use idpool_harness::sched::{decode, Pool};
+    let mut seen = Vec::new();
+    for seed in 0..300 {
+        if let Some((program, _)) = decode(&seeds::input(seed)) {
+            if !seen.contains(&program.pool) {
+                seen.push(program.pool);
+            }
+        }
+    }
+    for pool in [
+        Pool::IdPool,
+        Pool::DBitmap,
+        Pool::FastPool,
+        Pool::AugmentedTree,
+        Pool::Shrinker,
+    ] {
+        assert!(seen.contains(&pool), "{pool:?} never drawn: {seen:?}");
+    }
+}
+
+/// The scripts read the target list from the `targets` binary; the glue
+/// files and manifests must agree with the registry.
+#[test]
+fn every_target_has_its_glue_files() {
+    use idpool_harness::registry::{Engine, TARGETS};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let manifests = [
+        read("fuzz/Cargo.toml"),
+        read("fuzz/afl/Cargo.toml"),
+        read("fuzz/honggfuzz/Cargo.toml"),
+    ];
+    for target in TARGETS {
+        let name = target.name();
+        for (engine, dir, manifest) in [
+            (Engine::LibFuzzer, "fuzz/fuzz_targets", &manifests[0]),
+            (Engine::Afl, "fuzz/afl/src/bin", &manifests[1]),
+            (Engine::Honggfuzz, "fuzz/honggfuzz/src/bin", &manifests[2]),
+        ] {
+            let glue = root.join(dir).join(format!("{name}.rs"));
+            let wanted = target.engines().contains(&engine);
+            assert_eq!(
+                glue.is_file(),
+                wanted,
+                "{}: {engine:?} glue",
+                glue.display()
+            );
+            if engine == Engine::LibFuzzer {
+                let entry = format!("name = \"{name}\"");
+                assert!(
+                    manifest.contains(&entry),
+                    "fuzz/Cargo.toml lacks [[bin]] {name}"
+                );
+            }
+        }
+        let dict = root.join(format!("fuzz/dict/{name}.dict"));
+        assert!(dict.is_file(), "{} is missing", dict.display());
+        if let Some(text) = target.dictionary() {
+            assert_eq!(
+                std::fs::read_to_string(&dict).unwrap(),
+                text,
+                "{} is stale: cargo run -p idpool-harness --bin fuzz-dict -- fuzz/dict",
+                dict.display()
+            );
+        }
+        let corpus = root.join("corpus").join(name);
+        assert_eq!(corpus.is_dir(), target.has_corpus(), "{}", corpus.display());
+    }
+}
+
+/// No script keeps a list of targets of its own: they ask the `targets`
+/// binary.
+#[test]
+fn scripts_read_the_target_list_from_the_registry() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for script in [
+        "ci/fuzz-smoke.sh",
+        "ci/campaign.sh",
+        "ci/oss-fuzz-check.sh",
+        "ci/mutants/run.sh",
+        "ci/history.sh",
+        ".clusterfuzzlite/build.sh",
+    ] {
+        let text = std::fs::read_to_string(root.join(script)).unwrap();
+        for target in idpool_harness::TARGETS {
+            let name = target.name();
+            let quoted = [format!(" {name} "), format!("{name},"), format!("{name}|")];
+            assert!(
+                !quoted.iter().any(|q| text.contains(q.as_str())),
+                "{script} lists {name} itself: read the list from the `targets` binary"
+            );
+        }
+    }
+}
+
+/// An optional target says what it needs; a missing need is one line.
+#[test]
+fn a_missing_need_is_one_line() {
+    use idpool_harness::registry::Need;
+    let need = Need::Dir {
+        var: "IDPOOL_TEST_SURELY_UNSET_DIR",
+        what: "the kernel's source",
+    };
+    let reason = need.missing().expect("the variable is not set");
+    assert_eq!(
+        reason,
+        "needs the kernel's source: set IDPOOL_TEST_SURELY_UNSET_DIR"
+    );
+    let here = Need::Dir {
+        var: "CARGO_MANIFEST_DIR",
+        what: "this crate",
+    };
+    assert_eq!(here.missing(), None);
+}
+
+#[test]
+fn kernel_dbitmap_reaches_the_interesting_paths() {
+    if let Some(reason) = idpool_harness::kernel::unavailable() {
+        println!("skipped kernel_dbitmap: {reason}");
+        return;
+    }
+    println!("{}", idpool_harness::kernel::provenance());
+    let e = run_many(1000, idpool_harness::kernel_dbitmap);
+    assert!(e.grow_committed > 0, "{e:?}");
+    assert!(e.stale_grow_ignored > 0, "{e:?}");
+    assert!(e.shrink_committed > 0, "{e:?}");
+    assert!(e.shrink_refused > 0, "{e:?}");
+    assert!(e.alloc_failed > 0, "{e:?}");
+    assert!(e.pool_full > 0, "{e:?}");
+    assert!(e.disabled > 0, "{e:?}");
+    assert!(e.disabled_at_init > 0, "{e:?}");
+    assert!(e.grow_target_wrapped > 0, "{e:?}");
 }

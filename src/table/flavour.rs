@@ -1,9 +1,10 @@
 //! The three ways Binder finds a free handle, behind one trait.
 
 use super::RefInfo;
-use crate::alloc::{AllocError, Gfp};
+use crate::alloc::{AllocError, Corruption, Gfp};
 use crate::dbitmap::DBitmap;
 use crate::id_pool::{IdPool, PoolResizer, ReallocRequest};
+use crate::version::{Driver, Version};
 use std::collections::BTreeMap;
 
 /// What the handle table needs from an id allocator.
@@ -20,8 +21,33 @@ pub trait Flavour: Sized + Send + core::fmt::Debug + 'static {
     /// A resize allocated without the lock, waiting for its commit.
     type Resizer: core::fmt::Debug + Send;
 
+    /// The version a table of this flavour gets when none is asked for: the
+    /// mainline of the driver the allocator belongs to.
+    const DEFAULT_VERSION: Version = Version::RustMainline;
+
     /// The allocator of a new process.
     fn new_pool() -> Self;
+
+    /// Whether a table of this flavour can run `version` (see the
+    /// [version module](crate::Version) for the pairs). By default, the Rust
+    /// versions only.
+    fn supports(version: Version) -> bool {
+        version.driver() == Driver::Rust
+    }
+
+    /// The allocator of a new process, as `version` built it. By default
+    /// [`Flavour::new_pool`]: only a pool with version-dependent rules
+    /// overrides it.
+    fn new_pool_for(version: Version) -> Self {
+        let _ = version;
+        Self::new_pool()
+    }
+
+    /// Applies a corruption to the allocator's own record of used ids. By
+    /// default nothing happens (an allocator without such a record).
+    fn corrupt(&mut self, corruption: Corruption) {
+        let _ = corruption;
+    }
 
     /// The smallest id `>= start` this allocator considers free, without
     /// taking it; `None` when it is full and must grow.
@@ -85,6 +111,11 @@ impl Flavour for LinearScan {
     fn new_pool() -> Self {
         LinearScan
     }
+    /// Every version: the slow walk is what both drivers had before the
+    /// bitmap, and what a C dbitmap falls back to once disabled.
+    fn supports(_: Version) -> bool {
+        true
+    }
     fn find_unused(&mut self, start: u32, by_handle: &BTreeMap<u32, RefInfo>) -> Option<u32> {
         Some(slow_desc_lookup(by_handle, start))
     }
@@ -116,6 +147,18 @@ impl Flavour for IdPool {
 
     fn new_pool() -> Self {
         IdPool::new()
+    }
+    fn corrupt(&mut self, corruption: Corruption) {
+        match corruption {
+            Corruption::ClearBit(id) => self.release_id(id as usize),
+            Corruption::SetBit(id) => {
+                if let Some(unused) = self.find_unused_id(id as usize) {
+                    if unused.as_u32() == id {
+                        unused.acquire();
+                    }
+                }
+            }
+        }
     }
     fn find_unused(&mut self, start: u32, _: &BTreeMap<u32, RefInfo>) -> Option<u32> {
         // Dropping the `UnusedId` changes nothing; `acquire` below finds it
@@ -154,14 +197,15 @@ impl Flavour for IdPool {
 }
 
 /// The C driver's flavour. Its allocations fail *into* the commit: a failed
-/// grow allocation reaches [`DBitmap::grow`] as NULL and disables the map,
+/// grow allocation reaches [`DBitmap::grow`] as NULL and, when the grow is
+/// still needed, disables the map,
 /// after which ids come from [`slow_desc_lookup`] for good.
 ///
 /// The C driver finds and sets a bit in one call
-/// ([`DBitmap::acquire_next_zero_bit`]) and inserts the reference in the same
-/// critical section. The table finds first and sets the bit when it inserts,
-/// still in that one critical section, so no other thread can tell the
-/// difference.
+/// ([`DBitmap::acquire_next_zero_bit`]); the C protocol of
+/// [`Operation`](crate::Operation) calls [`Flavour::find_unused`] then
+/// [`Flavour::acquire`] back to back in one critical section, before it
+/// looks at `by_handle`, so the bit is set exactly when C sets it.
 impl Flavour for DBitmap {
     const NAME: &'static str = "dbitmap";
     /// The `nbits` to allocate.
@@ -169,8 +213,25 @@ impl Flavour for DBitmap {
     /// The allocated map (`None` when `bitmap_zalloc` failed) and its `nbits`.
     type Resizer = (Option<crate::Bitmap>, usize);
 
+    const DEFAULT_VERSION: Version = Version::CMainline;
+
     fn new_pool() -> Self {
         DBitmap::init(Gfp::Kernel)
+    }
+    /// The C versions only.
+    fn supports(version: Version) -> bool {
+        version.driver() == Driver::C
+    }
+    fn new_pool_for(version: Version) -> Self {
+        DBitmap::init_with(Gfp::Kernel, version)
+    }
+    fn corrupt(&mut self, corruption: Corruption) {
+        if let Some(map) = self.map_mut() {
+            match corruption {
+                Corruption::ClearBit(id) => map.clear_bit(id as usize),
+                Corruption::SetBit(id) => map.set_bit(id as usize),
+            }
+        }
     }
     fn find_unused(&mut self, start: u32, by_handle: &BTreeMap<u32, RefInfo>) -> Option<u32> {
         if !self.enabled() {

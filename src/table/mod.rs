@@ -1,12 +1,16 @@
 //! The Binder handle table: a process's references to remote nodes.
 
+mod augmented;
 mod flavour;
 mod op;
+mod reclaim;
 
+pub use augmented::{AugmentedTree, ID_LIMIT};
 pub use flavour::{slow_desc_lookup, Flavour, LinearScan};
 pub use op::{Next, Operation, Request};
 
-use crate::alloc::Faults;
+use crate::alloc::{Corruption, Faults, Gfp};
+use crate::version::Version;
 use core::fmt;
 use std::collections::BTreeMap;
 
@@ -33,7 +37,9 @@ pub enum Error {
     /// `ENOMEM`: an allocation failed, or the pool cannot grow any more.
     NoMemory,
     /// `EINVAL`: the pool offered an id that `by_handle` already holds. The
-    /// two structures disagree: the table is corrupt. Debug builds assert.
+    /// two structures disagree: the table is corrupt. The Rust driver's
+    /// answer since its merged version, which also leaves a
+    /// [`Warning::Mismatch`] (`warn_on!`).
     Mismatch {
         /// The id both claim.
         id: u32,
@@ -42,6 +48,44 @@ pub enum Error {
     DeadProcess,
     /// `EINVAL`: no such handle.
     UnknownHandle(u32),
+    /// `BUG()`: the C driver found the descriptor it was about to insert
+    /// already in `refs_by_desc` (`binder_get_ref_for_node_olocked`) and
+    /// crashed the kernel. Not an error code any caller would see: the
+    /// machine is gone. The table is left as C left it at that point (see
+    /// [`Operation`]); nothing after it is meaningful.
+    KernelBug {
+        /// The descriptor found twice.
+        id: u32,
+    },
+}
+
+/// Something the kernel would log loudly (`pr_err!`, `WARN_ON`) without
+/// failing in a way the caller sees as a crash. Collected on [`NodeRefs`]
+/// in the order they happen; drain them with [`NodeRefs::drain_warnings`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Warning {
+    /// The pool offered `id` although `by_handle` holds it (the Rust
+    /// driver's "Detected mismatch between handle_is_present and
+    /// by_handle"). `warn_on` is whether a `WARN_ON` fired too: in Rust
+    /// mainline it does, in the first posting only `pr_err!` logged.
+    Mismatch {
+        /// The id both claim.
+        id: u32,
+        /// Whether `warn_on!` fired (Rust mainline) or only `pr_err!` (v1).
+        warn_on: bool,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::Mismatch { id, warn_on } => write!(
+                f,
+                "{}: mismatch between handle_is_present and by_handle at id {id}",
+                if *warn_on { "WARN_ON" } else { "pr_err" }
+            ),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -54,6 +98,10 @@ impl fmt::Display for Error {
             ),
             Error::DeadProcess => f.write_str("the process is dead (ESRCH)"),
             Error::UnknownHandle(h) => write!(f, "unknown handle {h} (EINVAL)"),
+            Error::KernelBug { id } => write!(
+                f,
+                "kernel BUG(): descriptor {id} is already in refs_by_desc"
+            ),
         }
     }
 }
@@ -108,6 +156,29 @@ impl fmt::Display for InvariantViolation {
 
 impl std::error::Error for InvariantViolation {}
 
+/// Why [`NodeRefs::from_handles`] could not build a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// The handle is given twice.
+    DuplicateHandle(u32),
+    /// The node is given twice.
+    DuplicateNode(NodeId),
+    /// The pool cannot grow to hold the handle.
+    NoRoom(u32),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::DuplicateHandle(h) => write!(f, "handle {h} is given twice"),
+            BuildError::DuplicateNode(n) => write!(f, "node {n} is given twice"),
+            BuildError::NoRoom(h) => write!(f, "the pool cannot grow to hold handle {h}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
 /// The state Binder keeps under one lock per process (`ProcessNodeRefs`).
 ///
 /// # Invariants
@@ -119,13 +190,23 @@ impl std::error::Error for InvariantViolation {}
 ///   references share an id;
 /// - every entry of `by_handle` has a count of at least 1.
 ///
-/// [`NodeRefs::check_invariants`] checks all of them.
+/// [`NodeRefs::check_invariants`] checks all of them. For a version that
+/// [reserves bit 0](Version::reserves_bit_zero), id 0 is left out of the
+/// pool/`by_handle` comparison: the pool holds it whether or not the
+/// context manager's ref does.
+///
+/// # Versions
+///
+/// The state carries the [`Version`] it was built for, which picks the
+/// protocol every [`Operation`] on it follows.
 #[derive(Debug)]
 pub struct NodeRefs<F: Flavour> {
     by_handle: BTreeMap<u32, RefInfo>,
     by_node: BTreeMap<NodeId, u32>,
     pool: F,
     dead: bool,
+    version: Version,
+    warnings: Vec<Warning>,
 }
 
 impl<F: Flavour> Default for NodeRefs<F> {
@@ -135,13 +216,124 @@ impl<F: Flavour> Default for NodeRefs<F> {
 }
 
 impl<F: Flavour> NodeRefs<F> {
-    /// The empty state of a new process.
+    /// The empty state of a new process, for the flavour's
+    /// [default version](Flavour::DEFAULT_VERSION).
     pub fn new() -> Self {
         NodeRefs {
             by_handle: BTreeMap::new(),
             by_node: BTreeMap::new(),
             pool: F::new_pool(),
             dead: false,
+            version: F::DEFAULT_VERSION,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The empty state of a new process, for `version`.
+    ///
+    /// # Panics
+    ///
+    /// If the flavour cannot run that version ([`Flavour::supports`]).
+    pub fn with_version(version: Version) -> Self {
+        assert!(
+            F::supports(version),
+            "the {} pool cannot run version {version}",
+            F::NAME
+        );
+        NodeRefs {
+            pool: F::new_pool_for(version),
+            version,
+            ..Self::new()
+        }
+    }
+
+    /// The state of a process that already holds one reference to each
+    /// `(handle, node)` pair, for `version`: the pool grown as inserts would
+    /// have grown it (doubling from its initial size until the highest
+    /// handle fits) and every handle's id acquired. This reaches handles far
+    /// above what the smallest-free-id rule hands out cheaply (above 65,535,
+    /// say) without inserting every id below them.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] when a handle or a node appears twice, or when the
+    /// pool cannot grow to hold a handle.
+    ///
+    /// # Panics
+    ///
+    /// If the flavour cannot run that version ([`Flavour::supports`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::{IdPool, NodeRefs, Version};
+    ///
+    /// let refs = NodeRefs::<IdPool>::from_handles(Version::RustMainline, [(70_000, 1), (3, 2)])
+    ///     .unwrap();
+    /// assert_eq!(refs.pool().capacity(), 131_072);
+    /// assert_eq!(refs.lookup(1), Some(70_000));
+    /// assert!(refs.check_invariants().is_ok());
+    /// ```
+    pub fn from_handles(
+        version: Version,
+        handles: impl IntoIterator<Item = (u32, NodeId)>,
+    ) -> Result<Self, BuildError> {
+        let mut refs = Self::with_version(version);
+        for (handle, node) in handles {
+            if refs.by_handle.contains_key(&handle) {
+                return Err(BuildError::DuplicateHandle(handle));
+            }
+            if refs.by_node.contains_key(&node) {
+                return Err(BuildError::DuplicateNode(node));
+            }
+            // A capacity of 0 means no bitmap (the linear scan, the
+            // augmented tree): nothing to grow.
+            while refs.pool.capacity() != 0 && refs.pool.capacity() <= handle as usize {
+                let grown = refs
+                    .pool
+                    .grow_request()
+                    .and_then(|request| F::realloc(&request, Gfp::Kernel).ok())
+                    .ok_or(BuildError::NoRoom(handle))?;
+                refs.pool.grow(grown);
+            }
+            refs.by_handle.insert(handle, RefInfo { node, count: 1 });
+            refs.by_node.insert(node, handle);
+            refs.pool.acquire(handle);
+        }
+        Ok(refs)
+    }
+
+    /// The version this state follows.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The warnings logged so far and not yet drained, oldest first.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Takes the warnings logged so far, oldest first, leaving none.
+    pub fn drain_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    fn warn(&mut self, warning: Warning) {
+        self.warnings.push(warning);
+    }
+
+    /// Corrupts the pool behind the table's back: `by_handle` and `by_node`
+    /// do not change. See [`Corruption`].
+    pub fn corrupt(&mut self, corruption: Corruption) {
+        self.pool.corrupt(corruption);
+    }
+
+    /// Applies the corruptions planned in `faults` ([`Faults::corrupt`]),
+    /// oldest first. The tables call it at the start of every critical
+    /// section; call it with the lock held.
+    pub fn apply_corruptions(&mut self, faults: &Faults) {
+        for corruption in faults.take_corruptions() {
+            self.corrupt(corruption);
         }
     }
 
@@ -189,8 +381,12 @@ impl<F: Flavour> NodeRefs<F> {
 
     /// Runs one operation to completion with no other thread around: its
     /// steps back to back, allocations with the flags `faults` hands out.
+    /// Planned corruptions are applied at the start of each critical section.
     pub fn run(&mut self, request: Request, faults: &Faults) -> Result<u32, Error> {
-        drive(Operation::new(request), faults, |op| op.step_locked(self))
+        drive(Operation::new(request), faults, |op| {
+            self.apply_corruptions(faults);
+            op.step_locked(self)
+        })
     }
 
     /// Checks every invariant of the type.
@@ -221,15 +417,20 @@ impl<F: Flavour> NodeRefs<F> {
             });
         }
         if let Some(used) = self.pool.used_ids() {
+            // Bit 0 is the context manager's whether or not its ref is held.
+            let skip_zero = self.version.reserves_bit_zero();
+            let compared = |id: &u32| !(skip_zero && *id == 0);
             let only_in_pool: Vec<u32> = used
                 .iter()
                 .copied()
+                .filter(compared)
                 .filter(|id| !self.by_handle.contains_key(id))
                 .collect();
             let only_in_tree: Vec<u32> = self
                 .by_handle
                 .keys()
                 .copied()
+                .filter(compared)
                 .filter(|id| used.binary_search(id).is_err())
                 .collect();
             if !only_in_pool.is_empty() || !only_in_tree.is_empty() {
@@ -291,12 +492,56 @@ pub struct HandleTable<F: Flavour> {
 }
 
 impl<F: Flavour> HandleTable<F> {
-    /// The empty table of a new process.
+    /// The empty table of a new process, for the flavour's
+    /// [default version](Flavour::DEFAULT_VERSION).
     pub fn new() -> Self {
         HandleTable {
             refs: NodeRefs::new(),
             faults: Faults::default(),
         }
+    }
+
+    /// The empty table of a new process, for `version`.
+    ///
+    /// # Panics
+    ///
+    /// If the flavour cannot run that version ([`Flavour::supports`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::{DBitmap, HandleTable, Version};
+    ///
+    /// let mut june = HandleTable::<DBitmap>::with_version(Version::C2024_06);
+    /// assert_eq!(june.insert_or_update_handle(5, false), Ok(1));
+    /// assert_eq!(june.refs().version(), Version::C2024_06);
+    /// ```
+    pub fn with_version(version: Version) -> Self {
+        HandleTable {
+            refs: NodeRefs::with_version(version),
+            faults: Faults::default(),
+        }
+    }
+
+    /// The table of a process that already holds one reference to each
+    /// `(handle, node)` pair (see [`NodeRefs::from_handles`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`NodeRefs::from_handles`].
+    pub fn from_handles(
+        version: Version,
+        handles: impl IntoIterator<Item = (u32, NodeId)>,
+    ) -> Result<Self, BuildError> {
+        Ok(HandleTable {
+            refs: NodeRefs::from_handles(version, handles)?,
+            faults: Faults::default(),
+        })
+    }
+
+    /// Takes the warnings logged so far (see [`NodeRefs::drain_warnings`]).
+    pub fn drain_warnings(&mut self) -> Vec<Warning> {
+        self.refs.drain_warnings()
     }
 
     /// The state, to observe it.
@@ -375,12 +620,30 @@ impl<F: Flavour> Default for SharedHandleTable<F> {
 }
 
 impl<F: Flavour> SharedHandleTable<F> {
-    /// The empty table of a new process.
+    /// The empty table of a new process, for the flavour's
+    /// [default version](Flavour::DEFAULT_VERSION).
     pub fn new() -> Self {
         SharedHandleTable {
             refs: Mutex::new(NodeRefs::new()),
             faults: Faults::default(),
         }
+    }
+
+    /// The empty table of a new process, for `version`.
+    ///
+    /// # Panics
+    ///
+    /// If the flavour cannot run that version ([`Flavour::supports`]).
+    pub fn with_version(version: Version) -> Self {
+        SharedHandleTable {
+            refs: Mutex::new(NodeRefs::with_version(version)),
+            faults: Faults::default(),
+        }
+    }
+
+    /// Takes the warnings logged so far, under the lock.
+    pub fn drain_warnings(&self) -> Vec<Warning> {
+        self.with_refs(NodeRefs::drain_warnings)
     }
 
     /// The fault plan shared by every thread.
@@ -398,9 +661,13 @@ impl<F: Flavour> SharedHandleTable<F> {
 
     /// Runs one operation to completion, taking the lock once per critical
     /// section.
+    /// Planned corruptions are applied at the start of each critical section.
     pub fn run(&self, request: Request) -> Result<u32, Error> {
         drive(Operation::new(request), &self.faults, |op| {
-            self.with_refs(|refs| op.step_locked(refs))
+            self.with_refs(|refs| {
+                refs.apply_corruptions(&self.faults);
+                op.step_locked(refs)
+            })
         })
     }
 

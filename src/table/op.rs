@@ -1,17 +1,27 @@
-//! Binder's handle operations as explicit step machines.
+//! Binder's handle operations as explicit step machines, in the Rust
+//! driver's protocol and in the C driver's.
 
-use super::{Error, Flavour, NodeId, NodeRefs, RefInfo};
+use super::{Error, Flavour, NodeId, NodeRefs, RefInfo, Warning};
 use crate::alloc::{AllocSite, Gfp};
+use crate::version::{Driver, MismatchReaction};
 
 /// A handle-table operation, as a caller asks for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Request {
-    /// `insert_or_update_handle`: a reference to `node`, new or existing.
-    /// The context manager (`is_manager`) may get id 0; nobody else may.
+    /// `insert_or_update_handle` (Rust) / `binder_inc_ref_for_node` (C): a
+    /// reference to `node`, new or existing. The context manager's node
+    /// (`is_manager`) may get id 0; nobody else may.
+    ///
+    /// `is_manager` is asked per insert, so the context manager can change:
+    /// insert the old manager's node with `is_manager`, keep its refs, then
+    /// insert a different node with `is_manager` (what happens when the
+    /// manager dies and another process takes its place). A node that
+    /// already has a handle keeps it, whatever `is_manager` says.
     Insert {
         /// The node referenced.
         node: NodeId,
-        /// Whether the caller is the context manager.
+        /// Whether the node is the context manager's (C compares it with
+        /// `context->binder_context_mgr_node`).
         is_manager: bool,
     },
     /// One more reference through an existing handle.
@@ -44,6 +54,9 @@ enum State<F: Flavour> {
     GrowAlloc(F::Request),
     /// Locked: commit the grow, then pick again.
     GrowCommit(F::Resizer),
+    /// Locked, C only: `try_shrink_dmap`'s own critical section, which asks
+    /// `dbitmap_shrink_nbits`.
+    ShrinkRequest,
     /// Unlocked: allocate a smaller map.
     ShrinkAlloc(F::Request),
     /// Locked: commit the shrink.
@@ -61,10 +74,65 @@ enum State<F: Flavour> {
 /// with a real mutex, and a scheduler may interleave the steps of several
 /// operations in any order it likes.
 ///
-/// An insert goes `Start (locked) -> AllocRef -> Pick (locked)`, with
-/// `-> GrowAlloc -> GrowCommit (locked)` repeated while the pool is full.
-/// The last decrement goes `Start (locked)`, then `-> ShrinkAlloc ->
-/// ShrinkCommit (locked)` when the policy asks for a shrink.
+/// The protocol is the driver's of the [`Version`](crate::Version) the
+/// [`NodeRefs`] were built for, read at each step. Both drivers share the
+/// step names ([`Operation::phase`]) and the allocation sites, so a
+/// scheduler interleaves either the same way.
+///
+/// # The Rust driver (`drivers/android/binder/process.rs`)
+///
+/// An insert goes `start` (locked: `by_node` lookup) `-> alloc-ref`
+/// (unlocked: the new ref's memory) `-> pick` (locked: `find_unused_id`;
+/// on a pool/`by_handle` mismatch, the version's [`MismatchReaction`];
+/// then `by_node` again, the dead-process check, insert and `acquire`), with
+/// `-> grow-alloc -> grow-commit` (locked, then picks again) while the pool
+/// is full. The last decrement goes `start` (locked: remove, `release_id`,
+/// `shrink_request`), then `-> shrink-alloc -> shrink-commit` when a shrink
+/// is asked for.
+///
+/// # The C driver (`drivers/android/binder.c`, mainline and its history)
+///
+/// The steps have the same names, and what they do is C's:
+///
+/// - `start`: `binder_inc_ref_for_node` takes the proc lock and calls
+///   `binder_get_ref_for_node_olocked(proc, node, NULL)`, which only looks
+///   the node up in `refs_by_node`: found, take a ref, done.
+/// - `alloc-ref`: not found, so it unlocks and `kzalloc`s the new ref
+///   (failure: `-ENOMEM`, nothing changed).
+/// - `pick`: it locks again and calls `binder_get_ref_for_node_olocked`
+///   with the new ref. That function starts (`retry:`) with the
+///   `refs_by_node` lookup, **before** any descriptor is chosen: another
+///   thread may have inserted the node meanwhile (the caller then frees the
+///   unused new ref). Then `get_ref_desc_olocked`: offset 0 for the context
+///   manager's node, 1 otherwise (as first merged: descriptor 0 for the
+///   manager's node outright, the first zero bit for everyone else); a
+///   disabled map means `slow_desc_lookup_olocked` from the offset; else
+///   `dbitmap_acquire_next_zero_bit`, which **sets** the bit at once. The
+///   descriptor is then inserted in both trees; finding it already in
+///   `refs_by_desc` is a `BUG()`: [`Error::KernelBug`]. There is no
+///   dead-process check on this path (nothing in it reads
+///   `proc->is_dead`): a dead process's table still takes new refs.
+/// - `grow-alloc`: the map was full (`-ENOSPC`): `dbitmap_grow_nbits` was
+///   computed under the lock, which is dropped to `bitmap_zalloc` it; a
+///   failed allocation is not an error here, it reaches the commit as NULL.
+/// - `grow-commit`: lock, `dbitmap_grow`, `-EAGAIN`, and the same critical
+///   section goes back to `retry:` (the `refs_by_node` lookup, then a new
+///   descriptor).
+///
+/// The last decrement (`binder_update_ref_for_handle`) has three critical
+/// sections: `start` drops the ref and, on the last one,
+/// `binder_cleanup_ref_olocked` clears the bit (`dbitmap_clear_bit`) and
+/// erases the ref from both trees; the lock is dropped and the ref freed
+/// (`binder_free_ref`); `shrink-request` is `try_shrink_dmap` taking the
+/// lock again to ask `dbitmap_shrink_nbits`, so the shrink decision sees
+/// whatever other threads did in between; then `shrink-alloc` (unlocked)
+/// and `shrink-commit` (`dbitmap_shrink`, in a third critical section).
+///
+/// When `BUG()` fires, the operation ends with [`Error::KernelBug`] and the
+/// table is left as the C code left it: the bit that
+/// `dbitmap_acquire_next_zero_bit` set stays set, and the new ref is in
+/// neither tree here (C had already linked it into `refs_by_node`; the
+/// machine is gone either way).
 ///
 /// # Invariants
 ///
@@ -108,9 +176,11 @@ impl<F: Flavour> Operation<F> {
     /// What the next step needs, or the outcome.
     pub fn next(&self) -> Next {
         match &self.state {
-            State::Start | State::Pick | State::GrowCommit(_) | State::ShrinkCommit(_) => {
-                Next::Locked
-            }
+            State::Start
+            | State::Pick
+            | State::GrowCommit(_)
+            | State::ShrinkRequest
+            | State::ShrinkCommit(_) => Next::Locked,
             State::AllocRef | State::GrowAlloc(_) | State::ShrinkAlloc(_) => Next::Unlocked,
             State::Done(outcome) => Next::Done(*outcome),
         }
@@ -127,7 +197,8 @@ impl<F: Flavour> Operation<F> {
     }
 
     /// The name of the next step, for traces: `start`, `alloc-ref`, `pick`,
-    /// `grow-alloc`, `grow-commit`, `shrink-alloc`, `shrink-commit` or `done`.
+    /// `grow-alloc`, `grow-commit`, `shrink-request` (C only),
+    /// `shrink-alloc`, `shrink-commit` or `done`.
     pub fn phase(&self) -> &'static str {
         match &self.state {
             State::Start => "start",
@@ -135,6 +206,7 @@ impl<F: Flavour> Operation<F> {
             State::Pick => "pick",
             State::GrowAlloc(_) => "grow-alloc",
             State::GrowCommit(_) => "grow-commit",
+            State::ShrinkRequest => "shrink-request",
             State::ShrinkAlloc(_) => "shrink-alloc",
             State::ShrinkCommit(_) => "shrink-commit",
             State::Done(_) => "done",
@@ -146,8 +218,9 @@ impl<F: Flavour> Operation<F> {
     ///
     /// # Panics
     ///
-    /// When [`Operation::next`] is not [`Next::Locked`]; in debug builds, when
-    /// the pool and `by_handle` disagree (see [`Error::Mismatch`]).
+    /// When [`Operation::next`] is not [`Next::Locked`]. A pool/`by_handle`
+    /// mismatch does not panic: it is a [`Warning`] on `refs` and the
+    /// version's outcome.
     pub fn step_locked(&mut self, refs: &mut NodeRefs<F>) {
         let state = std::mem::replace(&mut self.state, State::Start);
         self.state = match (self.request, state) {
@@ -168,6 +241,12 @@ impl<F: Flavour> Operation<F> {
                 None => State::Done(Err(Error::UnknownHandle(handle))),
             },
             (Request::Decrement(handle), State::Start) => decrement(refs, handle),
+            (Request::Decrement(handle), State::ShrinkRequest) => {
+                match refs.pool.shrink_request() {
+                    Some(request) => State::ShrinkAlloc(request),
+                    None => State::Done(Ok(handle)),
+                }
+            }
             (Request::Decrement(handle), State::ShrinkCommit(resizer)) => {
                 refs.pool.shrink(resizer);
                 State::Done(Ok(handle))
@@ -216,32 +295,47 @@ impl<F: Flavour> Operation<F> {
 }
 
 /// The critical section that picks an id for `node` and inserts it, or asks
-/// to grow the pool first.
+/// to grow the pool first, in the protocol of the table's driver.
 fn pick<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
+    match refs.version.driver() {
+        Driver::Rust => pick_rust(refs, node, is_manager),
+        Driver::C => pick_c(refs, node, is_manager),
+    }
+}
+
+/// `insert_or_update_handle` after relocking: the pool first, `by_node`
+/// after.
+fn pick_rust<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
     // Id 0 is the context manager's alone.
     let start = if is_manager { 0 } else { 1 };
-    let Some(id) = refs.pool.find_unused(start, &refs.by_handle) else {
-        return match refs.pool.grow_request() {
-            Some(request) => State::GrowAlloc(request),
-            None => State::Done(Err(Error::NoMemory)),
+    let id = loop {
+        let Some(id) = refs.pool.find_unused(start, &refs.by_handle) else {
+            return grow_or_enomem(refs);
         };
-    };
-    if refs.by_handle.contains_key(&id) {
-        // The pool says the id is free, the tree says it is taken. The kernel
-        // logs, warns, acquires the id so it is not offered again and fails.
+        if !refs.by_handle.contains_key(&id) {
+            break id;
+        }
+        // The pool says the id is free, the tree says it is taken. Both
+        // versions log and acquire the id so that it is not offered again.
         refs.pool.acquire(id);
-        debug_assert!(
-            false,
-            "handle table corruption: the {} pool offered id {id}, which by_handle already holds",
-            F::NAME
-        );
-        return State::Done(Err(Error::Mismatch { id }));
-    }
+        match refs.version.on_mismatch() {
+            MismatchReaction::AcquireAndContinue => {
+                refs.warn(Warning::Mismatch { id, warn_on: false });
+            }
+            MismatchReaction::WarnEinval => {
+                refs.warn(Warning::Mismatch { id, warn_on: true });
+                return State::Done(Err(Error::Mismatch { id }));
+            }
+            // Not a Rust reaction; kept total for a version table that
+            // might pair them one day.
+            MismatchReaction::Bug => return State::Done(Err(Error::KernelBug { id })),
+        }
+    };
     // The node may have been inserted while the lock was dropped.
     if let Some(handle) = refs.absorb(node) {
         return State::Done(Ok(handle));
     }
-    if refs.dead {
+    if refs.dead && refs.version.insert_checks_dead() {
         return State::Done(Err(Error::DeadProcess));
     }
     refs.by_node.insert(node, id);
@@ -250,8 +344,64 @@ fn pick<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> S
     State::Done(Ok(id))
 }
 
-/// The critical section of `update_ref` that drops one reference and, on the
-/// last one, removes the handle and asks whether to shrink.
+/// `binder_get_ref_for_node_olocked` with a new ref, from `retry:`:
+/// `refs_by_node` first, then `get_ref_desc_olocked`, then both trees.
+fn pick_c<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
+    if let Some(handle) = refs.absorb(node) {
+        return State::Done(Ok(handle));
+    }
+    let version = refs.version;
+    let id = if is_manager && version.manager_always_gets_zero() {
+        // As first merged: "0 is reserved for the context manager", given
+        // without looking at the map or the tree.
+        0
+    } else {
+        let offset = if version.reserves_bit_zero() {
+            // `dbitmap_acquire_first_zero_bit` searches the map from 0 (bit 0
+            // is set at init); `slow_desc_lookup_olocked` starts at 1.
+            let bitmap_in_use = refs.pool.capacity() > 0;
+            if bitmap_in_use {
+                0
+            } else {
+                1
+            }
+        } else if is_manager {
+            0
+        } else {
+            1
+        };
+        let Some(id) = refs.pool.find_unused(offset, &refs.by_handle) else {
+            // -ENOSPC: grow, then -EAGAIN back to `retry:`.
+            return grow_or_enomem(refs);
+        };
+        // `dbitmap_acquire_next_zero_bit` sets the bit as it finds it (a no-op
+        // on the slow path).
+        refs.pool.acquire(id);
+        id
+    };
+    if refs.by_handle.contains_key(&id) {
+        // The walk of `refs_by_desc` meets the descriptor: BUG().
+        return State::Done(Err(Error::KernelBug { id }));
+    }
+    refs.by_node.insert(node, id);
+    refs.by_handle.insert(id, RefInfo { node, count: 1 });
+    State::Done(Ok(id))
+}
+
+/// The pool is full: a grow request to allocate without the lock, or
+/// `ENOMEM` when the pool cannot grow.
+fn grow_or_enomem<F: Flavour>(refs: &NodeRefs<F>) -> State<F> {
+    match refs.pool.grow_request() {
+        Some(request) => State::GrowAlloc(request),
+        None => State::Done(Err(Error::NoMemory)),
+    }
+}
+
+/// The critical section of `update_ref` (Rust) or
+/// `binder_update_ref_for_handle` (C) that drops one reference and, on the
+/// last one, removes the handle and releases its id (C:
+/// `binder_cleanup_ref_olocked`). Rust asks whether to shrink in the same
+/// section; C asks in a section of its own (`try_shrink_dmap`).
 fn decrement<F: Flavour>(refs: &mut NodeRefs<F>, handle: u32) -> State<F> {
     let Some(info) = refs.by_handle.get_mut(&handle) else {
         return State::Done(Err(Error::UnknownHandle(handle)));
@@ -264,8 +414,11 @@ fn decrement<F: Flavour>(refs: &mut NodeRefs<F>, handle: u32) -> State<F> {
     refs.by_handle.remove(&handle);
     refs.by_node.remove(&node);
     refs.pool.release(handle);
-    match refs.pool.shrink_request() {
-        Some(request) => State::ShrinkAlloc(request),
-        None => State::Done(Ok(handle)),
+    match refs.version.driver() {
+        Driver::C => State::ShrinkRequest,
+        Driver::Rust => match refs.pool.shrink_request() {
+            Some(request) => State::ShrinkAlloc(request),
+            None => State::Done(Ok(handle)),
+        },
     }
 }

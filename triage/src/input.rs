@@ -1,7 +1,8 @@
 //! Reading what the user hands us: a trace, or raw bytes from any engine.
 
+use idpool_harness::check;
+use idpool_harness::registry;
 use idpool_harness::trace::{Trace, MAGIC};
-use idpool_harness::TARGETS;
 use std::path::Path;
 
 /// Loads `path` as a trace. Raw fuzzer bytes are converted; their target
@@ -9,6 +10,19 @@ use std::path::Path;
 /// target (`fuzz/artifacts/pool_ops/crash-…`, `…/afl/handle_table/…`).
 /// Every error is one line naming the file and the problem.
 pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
+    let trace = load_any(path, target)?;
+    match registry::target(trace.target()).and_then(|t| t.unavailable()) {
+        Some(reason) => Err(format!(
+            "{}: {} cannot run here: {reason}",
+            path.display(),
+            trace.target()
+        )),
+        None => Ok(trace),
+    }
+}
+
+/// [`load`], whether or not the target can run here.
+fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     let shown = path.display();
     if path.is_dir() {
         return Err(format!("{shown}: is a directory, expected a file"));
@@ -38,16 +52,15 @@ pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     let target = match target {
         Some(t) => known(t)?,
         None => infer_target(path).ok_or_else(|| {
-            format!("{shown}: raw bytes, and the path does not name a target: pass --target (one of {})", TARGETS.join(", "))
+            format!(
+                "{shown}: raw bytes, and the path does not name a target: pass --target (one of {})",
+                registry::traceable_names()
+            )
         })?,
     };
     // A concurrent input is run once to record its schedule; it may well
     // fail, and its panic message would only be noise here.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let trace = Trace::from_bytes(target, &data);
-    std::panic::set_hook(hook);
-    let trace = trace.expect("a known target");
+    let trace = check::quietly(|| Trace::from_bytes(target, &data)).expect("a known target");
     if trace.is_empty() {
         return Err(format!(
             "{shown}: {} bytes that decode to no {target} operation (truncated input?)",
@@ -59,17 +72,20 @@ pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
 
 /// `name` if it is a target.
 pub fn known(name: &str) -> Result<&'static str, String> {
-    TARGETS
-        .iter()
-        .find(|&&t| t == name)
-        .copied()
-        .ok_or_else(|| format!("unknown target '{name}' (known: {})", TARGETS.join(", ")))
+    registry::traceable()
+        .find(|t| t.name() == name)
+        .map(|t| t.name())
+        .ok_or_else(|| {
+            let known = registry::traceable_names();
+            format!("unknown target '{name}' (known: {known})")
+        })
 }
 
 fn infer_target(path: &Path) -> Option<&'static str> {
     path.ancestors()
         .filter_map(|p| p.file_name()?.to_str())
-        .find_map(|name| TARGETS.iter().find(|&&t| t == name).copied())
+        .find_map(|name| registry::traceable().find(|t| t.name() == name))
+        .map(|t| t.name())
 }
 
 /// Every file under `dir`, recursively, sorted; hidden files and fuzzer
@@ -81,32 +97,38 @@ pub fn files_under(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
             false => format!("{}: no such directory", dir.display()),
         });
     }
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).map_err(|e| format!("{}: cannot list: {e}", d.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| format!("{}: {e}", d.display()))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if name.starts_with('.')
-                || matches!(
-                    name,
-                    "README.txt" | "fuzzer_stats" | "plot_data" | "cmdline"
-                )
-            {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    idpool_harness::files::walk(dir, &|path| {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        !name.starts_with('.')
+            && !matches!(
+                name,
+                "README.txt" | "fuzzer_stats" | "plot_data" | "cmdline"
+            )
+    })
+}
+
+/// The kinds of finding libFuzzer names by resource rather than by
+/// failure: a hang (`timeout-…`) and a memory blow-up (`oom-…`).
+const RESOURCE_KINDS: [(&str, &str); 2] = [("timeout-", "timeout"), ("oom-", "oom")];
+
+/// The group of a libFuzzer `timeout-…` or `oom-…` artifact,
+/// `<target>/timeout` or `<target>/oom`: such an input is not replayed
+/// (it would hang, or exhaust memory, again).
+pub fn resource_finding(path: &Path, target: Option<&str>) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let (_, kind) = RESOURCE_KINDS.iter().find(|(p, _)| name.starts_with(p))?;
+    let target = target
+        .or_else(|| infer_target(path))
+        .unwrap_or("unknown-target");
+    Some(format!("{target}/{kind}"))
+}
+
+/// Whether a group key comes from [`resource_finding`].
+pub fn is_resource_key(key: &str) -> bool {
+    RESOURCE_KINDS
+        .iter()
+        .any(|(_, kind)| key.strip_suffix(kind).is_some_and(|t| t.ends_with('/')))
 }

@@ -16,9 +16,11 @@ mod input;
 mod minimize;
 mod plot;
 mod run;
+mod states;
 
 use clap::{Parser, Subcommand};
 use idpool_harness::check::Failure;
+use idpool_harness::registry;
 use idpool_harness::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,7 +83,7 @@ enum Command {
         #[arg(long, default_value = "corpus/regressions")]
         regressions: PathBuf,
     },
-    /// Plot coverage over time from time-stamped libFuzzer logs, as SVG.
+    /// Plot coverage (or abstract states) over time from time-stamped logs, as SVG.
     Plot {
         /// Logs as NAME=PATH (lines prefixed with elapsed seconds, as ci/campaign.sh writes).
         #[arg(required = true)]
@@ -89,6 +91,21 @@ enum Command {
         /// The SVG file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// What to plot: libFuzzer's `cov:` or `triage states`'s `states:`.
+        #[arg(long, value_enum, default_value = "cov")]
+        metric: plot::Metric,
+    },
+    /// Count the distinct abstract states a corpus reaches, replaying its files in the order they were written.
+    States {
+        /// The target the inputs are for.
+        #[arg(long)]
+        target: String,
+        /// Corpus directories (searched recursively).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Count seconds from this Unix time (default: the oldest file's).
+        #[arg(long)]
+        since: Option<u64>,
     },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {
@@ -127,7 +144,16 @@ fn main() -> ExitCode {
             &regressions,
         ),
         Command::Report { dir, target } => report(&dir, target.as_deref()),
-        Command::Plot { logs, output } => plot_cmd(&logs, &output),
+        Command::Plot {
+            logs,
+            output,
+            metric,
+        } => plot_cmd(&logs, &output, metric),
+        Command::States {
+            target,
+            dirs,
+            since,
+        } => states_cmd(&target, &dirs, since),
     };
     result.unwrap_or_else(|e| {
         eprintln!("triage: {e}");
@@ -141,13 +167,19 @@ fn failing(trace: &Trace, path: &Path) -> Result<Failure, String> {
             "{}: passes on this build: nothing to minimise",
             path.display()
         )),
-        Err(f) => Ok(f),
+        Err(f) => Ok(*f),
     }
 }
 
 fn repro(file: &Path, target: Option<&str>) -> Result<ExitCode, String> {
     let trace = input::load(file, target)?;
     println!("{} ({} operations)", trace.target(), trace.len());
+    if let Some(line) = registry::target(trace.target()).and_then(|t| t.provenance()) {
+        println!("{line}");
+    }
+    if let Some(kind) = input::resource_finding(file, target) {
+        println!("note: a libFuzzer {kind} artifact: this replay may hang or exhaust memory too");
+    }
     let (lines, result) = run::narrated(&trace);
     for line in &lines {
         let indent = if line.starts_with("step ") || line.starts_with('t') {
@@ -228,15 +260,21 @@ fn minimize_cmd(
         ));
     }
     let (_, min, failure) = minimized(file, target)?;
+    // The known upstream finding it is, if any (`ci/history.sh` reads it).
+    let finding = match idpool_harness::history::Finding::of(&failure) {
+        Some(finding) => format!("# finding: {}\n", finding.name()),
+        None => String::new(),
+    };
     write_new(
         &output,
-        &format!("# signature: {}\n{min}", failure.signature()),
+        &format!("# signature: {}\n{finding}{min}", failure.signature()),
     )?;
     println!("{}", output.display());
     Ok(ExitCode::SUCCESS)
 }
 
-/// Signature (or "passes" / "unreadable: …") -> files, smallest first.
+/// Signature (or "passes", "unreadable: …", "<target>/timeout",
+/// "<target>/oom") -> files, smallest first.
 type Groups = BTreeMap<String, Vec<(u64, PathBuf)>>;
 
 fn dedup(dir: &Path, target: Option<&str>) -> Result<Groups, String> {
@@ -247,15 +285,9 @@ fn dedup(dir: &Path, target: Option<&str>) -> Result<Groups, String> {
     let mut groups = Groups::new();
     for (i, path) in files.iter().enumerate() {
         eprint!("\rdedup: {}/{}", i + 1, files.len());
-        let key = match input::load(path, target) {
-            Err(e) => format!(
-                "unreadable: {}",
-                e.split(": ").skip(1).collect::<Vec<_>>().join(": ")
-            ),
-            Ok(trace) => match run::run(&trace) {
-                Ok(_) => "passes".to_string(),
-                Err(f) => f.signature(),
-            },
+        let key = match input::resource_finding(path, target) {
+            Some(key) => key,
+            None => replay_key(path, target),
         };
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         groups.entry(key).or_default().push((size, path.clone()));
@@ -265,6 +297,21 @@ fn dedup(dir: &Path, target: Option<&str>) -> Result<Groups, String> {
         files.sort();
     }
     Ok(groups)
+}
+
+/// The group of an input found by replaying it: its failure's signature,
+/// `passes`, or `unreadable: …`.
+fn replay_key(path: &Path, target: Option<&str>) -> String {
+    match input::load(path, target) {
+        Err(e) => format!(
+            "unreadable: {}",
+            e.split(": ").skip(1).collect::<Vec<_>>().join(": ")
+        ),
+        Ok(trace) => match run::run(&trace) {
+            Ok(_) => "passes".to_string(),
+            Err(f) => f.signature(),
+        },
+    }
 }
 
 fn print_groups(groups: &Groups) {
@@ -325,7 +372,18 @@ fn promote(
         shorten(failure.message.lines().next().unwrap_or_default(), 200),
         root_cause.unwrap_or("(not yet written)"),
     );
-    write_new(&dest, &format!("{header}{min}"))?;
+    // A known upstream finding on a historical version is what the trace
+    // must keep doing there: the regression test expects it (and runs
+    // the same operations on mainline, where they must pass).
+    let expect = match idpool_harness::history::Finding::of(&failure) {
+        Some(finding) => format!(
+            "# finding: {} (a known upstream finding on the versions the trace names)\n# expect: {}\n",
+            finding.name(),
+            failure.signature()
+        ),
+        None => String::new(),
+    };
+    write_new(&dest, &format!("{header}{expect}{min}"))?;
     println!("{} ({} operations)", dest.display(), min.len());
     Ok(ExitCode::SUCCESS)
 }
@@ -341,7 +399,7 @@ fn report(dir: &Path, target: Option<&str>) -> Result<ExitCode, String> {
         let rep = &files[0].1;
         let min = match key.as_str() {
             "passes" => "-".to_string(),
-            k if k.starts_with("unreadable") => "-".to_string(),
+            k if k.starts_with("unreadable") || input::is_resource_key(k) => "-".to_string(),
             _ => {
                 let trace = input::load(rep, target)?;
                 minimize::minimize(&trace, key, &mut |_, _| {})
@@ -354,18 +412,51 @@ fn report(dir: &Path, target: Option<&str>) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn plot_cmd(logs: &[String], output: &Path) -> Result<ExitCode, String> {
+fn plot_cmd(logs: &[String], output: &Path, metric: plot::Metric) -> Result<ExitCode, String> {
     let series = logs
         .iter()
         .map(|arg| {
             let (name, path) = arg
                 .split_once('=')
                 .ok_or_else(|| format!("expected NAME=PATH, found {arg:?}"))?;
-            plot::read_log(name, Path::new(path))
+            plot::read_log(name, Path::new(path), metric)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    plot::draw(&series, output)?;
+    plot::draw(&series, output, metric)?;
     println!("{}", output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn states_cmd(target: &str, dirs: &[PathBuf], since: Option<u64>) -> Result<ExitCode, String> {
+    let target = idpool_harness::registry::target(target)
+        .filter(|t| t.has_corpus())
+        .ok_or_else(|| {
+            format!(
+                "unknown target {target:?} (known: {})",
+                idpool_harness::registry::traceable_names()
+            )
+        })?;
+    let since = match since {
+        Some(secs) => std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+        None => std::time::UNIX_EPOCH,
+    };
+    let growth = states::growth(target, dirs, since)?;
+    // Without --since, times count from the oldest file.
+    let origin = if since == std::time::UNIX_EPOCH {
+        growth.points.first().map_or(0.0, |p| p.0)
+    } else {
+        0.0
+    };
+    for (secs, count) in &growth.points {
+        println!("{} states: {count}", secs - origin);
+    }
+    let total = growth.points.last().map_or(0, |p| p.1);
+    eprintln!(
+        "{}: {total} distinct abstract states from {} inputs ({} of them end in a failure, known upstream findings included)",
+        target.name(),
+        growth.inputs,
+        growth.failing
+    );
     Ok(ExitCode::SUCCESS)
 }
 

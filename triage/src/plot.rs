@@ -1,9 +1,42 @@
-//! Coverage growth over time, from libFuzzer logs, as an SVG line chart.
+//! Growth over time, as an SVG line chart: coverage from libFuzzer logs
+//! (`cov: N`), or distinct abstract states from `triage states` (`states: N`).
 
 use plotters::prelude::*;
 use std::path::Path;
 
-/// One target's coverage samples: (seconds since start, `cov:` edges).
+/// What a chart shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Metric {
+    /// libFuzzer's `cov:` (edges covered).
+    Cov,
+    /// `triage states`'s `states:` (distinct abstract states reached).
+    States,
+}
+
+impl Metric {
+    fn key(self) -> &'static str {
+        match self {
+            Metric::Cov => "cov: ",
+            Metric::States => "states: ",
+        }
+    }
+
+    fn caption(self) -> &'static str {
+        match self {
+            Metric::Cov => "coverage (libFuzzer cov: edges) over time",
+            Metric::States => "distinct abstract states reached over time",
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Metric::Cov => "edges covered",
+            Metric::States => "abstract states",
+        }
+    }
+}
+
+/// One target's samples: (seconds since start, the metric's value).
 pub struct Series {
     /// The target.
     pub name: String,
@@ -11,22 +44,24 @@ pub struct Series {
     pub points: Vec<(f64, u64)>,
 }
 
-/// Reads a libFuzzer log whose lines are prefixed with the seconds elapsed
-/// (`ci/campaign.sh` writes them so): `12 #4096 pulse cov: 503 ft: ...`.
-pub fn read_log(name: &str, path: &Path) -> Result<Series, String> {
+/// Reads a log whose lines are prefixed with the seconds elapsed
+/// (`ci/campaign.sh` writes libFuzzer's so: `12 #4096 pulse cov: 503 ft: ...`;
+/// `triage states` writes `12 states: 77`).
+pub fn read_log(name: &str, path: &Path, metric: Metric) -> Result<Series, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let points: Vec<(f64, u64)> = text
         .lines()
         .filter_map(|line| {
             let (secs, rest) = line.split_once(' ')?;
-            let cov = rest.split_once("cov: ")?.1.split_whitespace().next()?;
+            let cov = rest.split_once(metric.key())?.1.split_whitespace().next()?;
             Some((secs.parse().ok()?, cov.parse().ok()?))
         })
         .collect();
     if points.is_empty() {
         return Err(format!(
-            "{}: no `cov:` line with a time prefix",
-            path.display()
+            "{}: no `{}` line with a time prefix",
+            path.display(),
+            metric.key().trim_end()
         ));
     }
     Ok(Series {
@@ -36,7 +71,7 @@ pub fn read_log(name: &str, path: &Path) -> Result<Series, String> {
 }
 
 /// Draws every series on one chart.
-pub fn draw(series: &[Series], out: &Path) -> Result<(), String> {
+pub fn draw(series: &[Series], out: &Path, metric: Metric) -> Result<(), String> {
     let max_t = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
@@ -50,10 +85,7 @@ pub fn draw(series: &[Series], out: &Path) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<std::io::Error>| format!("{}: {e}", out.display());
     root.fill(&WHITE).map_err(e)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "coverage (libFuzzer cov: edges) over time",
-            ("sans-serif", 20),
-        )
+        .caption(metric.caption(), ("sans-serif", 20))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -62,7 +94,7 @@ pub fn draw(series: &[Series], out: &Path) -> Result<(), String> {
     chart
         .configure_mesh()
         .x_desc("seconds")
-        .y_desc("edges covered")
+        .y_desc(metric.unit())
         .draw()
         .map_err(e)?;
     for (i, s) in series.iter().enumerate() {

@@ -1,22 +1,17 @@
 //! Running a trace and catching how it fails.
 
-use idpool_harness::check::{self, Failure};
+use idpool_harness::check::{self, Check, Checked, Failure};
 use idpool_harness::trace::Trace;
 use idpool_harness::Events;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Replays `trace`; `Err` with the structured failure when it fails.
-/// Panic messages are not printed: the failure carries them.
-pub fn run(trace: &Trace) -> Result<Events, Failure> {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = catch_unwind(AssertUnwindSafe(|| trace.replay()));
-    std::panic::set_hook(hook);
-    result.map_err(|payload| check::failure_from_panic(payload.as_ref()))
+/// Replays `trace`; `Err` with the failure when it fails (a panic inside
+/// the allocator included, not printed).
+pub fn run(trace: &Trace) -> Checked<Events> {
+    check::catching(|| trace.check())
 }
 
 /// Replays `trace` with narration on: the lines it narrated, and the result.
-pub fn narrated(trace: &Trace) -> (Vec<String>, Result<Events, Failure>) {
+pub fn narrated(trace: &Trace) -> (Vec<String>, Checked<Events>) {
     check::start_narrating();
     let result = run(trace);
     let lines = check::take_narration();
@@ -26,25 +21,48 @@ pub fn narrated(trace: &Trace) -> (Vec<String>, Result<Events, Failure>) {
 
 /// What a failed check means, in plain words.
 pub fn explain(failure: &Failure) -> &'static str {
-    let c = failure.check.as_str();
-    if c.starts_with("panic") {
-        "the allocator itself panicked (an assertion or an arithmetic overflow) at this step"
-    } else if c.contains("livelock") {
-        "a thread never finished its operation: the protocol can loop forever under this schedule"
-    } else if c.contains("invariant") || c.contains("used ids") || c.contains("by_handle") {
-        "the bitmap and the handle tree disagree: an id was lost (it could be issued twice) or leaked"
-    } else if c.contains("capacity")
-        || c.contains("requested size")
-        || c.contains("allocation kept")
-    {
-        "the pool's size differs from SPEC.md's grow/shrink policy: a resize committed when it should not have, or the other way round"
-    } else if c.contains("handle 0") {
-        "handle 0 belongs to the context manager, and another process's reference got it"
-    } else if c.contains("flavours disagree") {
-        "IdPool, dbitmap and the linear scan handed out different ids for the same history"
-    } else if c.contains("ceiling") {
-        "the 2^30-id ceiling is not where SPEC.md puts it"
-    } else {
-        "the allocator's answer is not what the naive model expects: not the smallest free id, or not the right error"
+    match failure.check {
+        Check::Panic(_) => {
+            "the allocator itself panicked (an assertion or an arithmetic overflow) at this step"
+        }
+        Check::Livelock => {
+            "a thread never finished its operation: the protocol can loop forever under this schedule"
+        }
+        Check::Invariant | Check::UsedIds | Check::ByHandle | Check::PoolBits | Check::ByNode => {
+            "the bitmap and the handle tree disagree: an id was lost (it could be issued twice) or leaked"
+        }
+        Check::PendingFailures => {
+            "the table made a different number of allocations than the model expects: an allocation skipped or made twice"
+        }
+        Check::Capacity | Check::BulkCapacity | Check::RequestedSize | Check::AllocationKept | Check::ResizerShape | Check::ResetSucceeds => {
+            "the pool's size differs from SPEC.md's grow/shrink policy: a resize committed when it should not have, or the other way round"
+        }
+        Check::HandleZero => {
+            "handle 0 belongs to the context manager, and another process's reference got it"
+        }
+        Check::KernelCrash => {
+            "the C driver gave a descriptor that refs_by_desc already holds and hit BUG(): a kernel crash"
+        }
+        Check::Warning => {
+            "the kernel logged a warning (WARN_ON, pr_err) the model did not expect, or did not log one it expected"
+        }
+        Check::VersionsDiffer => {
+            "two upstream versions run side by side on the same program behaved differently"
+        }
+        Check::FlavoursDisagree => {
+            "the table flavours (mainline's three and the designs) handed out different ids for the same history"
+        }
+        Check::DesignInvariant => {
+            "a design's own bookkeeping (the fast pool's summaries and counters, the augmented tree's shape) is broken"
+        }
+        Check::CeilingPoolBuilt | Check::CeilingPoolCapacity | Check::CeilingGrowRequest => {
+            "the 2^30-id ceiling (Rust) or the 32-bit grow size and its wrap at 2^31 (C) is not where SPEC.md puts it"
+        }
+        Check::AcquiredId | Check::FoundId | Check::BulkId | Check::Outcome | Check::Lookup => {
+            "the allocator's answer is not what the naive model expects: not the smallest free id, or not the right error"
+        }
+        Check::Kernel => {
+            "the kernel's own dbitmap.h and our DBitmap did different things on the same call; the message says which side the model stands with"
+        }
     }
 }

@@ -112,3 +112,209 @@ fn dedup_groups_and_reports_passing_inputs() {
         "{out}"
     );
 }
+
+#[test]
+fn timeout_and_oom_artifacts_are_grouped_without_a_replay() {
+    let dir = scratch("resource");
+    let artifacts = dir.join("pool_ops");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    std::fs::write(artifacts.join("timeout-0123"), b"\x00\x01\x02").unwrap();
+    std::fs::write(artifacts.join("oom-4567"), b"\x03\x04").unwrap();
+    std::fs::write(artifacts.join("ok.trace"), PASSING).unwrap();
+    let (code, out, err) = triage(&["dedup", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("pool_ops/timeout"), "{out}");
+    assert!(out.contains("pool_ops/oom"), "{out}");
+    assert!(out.contains("passes"), "{out}");
+}
+
+/// A trace is text a person may write: every number is checked against its
+/// op's documented range before anything runs, so a hand-written trace
+/// cannot make `repro` run for minutes or eat memory. Each case fails fast
+/// with one line naming the line and the allowed range, exit 2.
+#[test]
+fn out_of_range_values_are_refused_before_anything_runs() {
+    let dir = scratch("range");
+    let huge_ops = format!(
+        "idpool-trace v1\ntarget pool_ops\n{}",
+        "acquire 0\n".repeat(257)
+    );
+    let many_threads = format!(
+        "idpool-trace v1\ntarget concurrent_resize\npool idpool\n{}",
+        "thread insert n1\n".repeat(5)
+    );
+    let long_thread = format!(
+        "idpool-trace v1\ntarget concurrent_resize\npool idpool\nthread {}\n",
+        vec!["insert n1"; 17].join("; ")
+    );
+    let table_ops = format!(
+        "idpool-trace v1\ntarget handle_table\nversion rust-v1\nversus c-v3\n{}",
+        "reclaim\n".repeat(257)
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "prefill",
+            "idpool-trace v1\ntarget concurrent_resize\npool idpool\nprefill 4000000000\nthread insert n1\n".into(),
+            "line 4: 4000000000 is out of range: allowed 0..=4096",
+        ),
+        (
+            "schedule",
+            "idpool-trace v1\ntarget concurrent_resize\npool idpool\nthread insert n1\nschedule t0*99999999999\n".into(),
+            "line 5: 99999999999 is out of range: allowed 0..=65536",
+        ),
+        (
+            "decision-thread",
+            "idpool-trace v1\ntarget concurrent_resize\npool idpool\nthread insert n1\nschedule t9\n".into(),
+            "line 5: 9 is out of range: allowed 0..=3",
+        ),
+        (
+            "thread-bulk",
+            "idpool-trace v1\ntarget concurrent_resize\npool dbitmap\nthread insert-many 60000\n".into(),
+            "line 4: 60000 is out of range: allowed 0..=256",
+        ),
+        ("threads", many_threads, "line 8: too many threads: allowed 1..=4"),
+        ("thread-ops", long_thread, "line 4: 17 operations in one thread: allowed 1..=16"),
+        (
+            "reset",
+            "idpool-trace v1\ntarget pool_ops\nreset 2147483647\n".into(),
+            "line 3: 2147483647 is out of range: allowed 0..=1048576",
+        ),
+        (
+            "count",
+            "idpool-trace v1\ntarget dbitmap_ops\nrelease-many 0 18446744073709551615\n".into(),
+            "line 3: 18446744073709551615 is out of range: allowed 0..=65536",
+        ),
+        (
+            "point",
+            "idpool-trace v1\ntarget pool_ops\nacquire 4294967296\n".into(),
+            "line 3: 4294967296 is out of range: allowed 0..=4294967295",
+        ),
+        (
+            "ceiling",
+            "idpool-trace v1\ntarget pool_ops\nprobe-ceiling 4294967296\n".into(),
+            "line 3: 4294967296 is out of range: allowed 0..=2147483648",
+        ),
+        (
+            "fail-next",
+            "idpool-trace v1\ntarget handle_table\nfail-next 100000 at grow\n".into(),
+            "line 3: 100000 is out of range: allowed 0..=65536",
+        ),
+        (
+            "insert-many",
+            "idpool-trace v1\ntarget handle_table\ninsert-many 1000000000\n".into(),
+            "line 3: 1000000000 is out of range: allowed 0..=65536",
+        ),
+        ("ops", huge_ops, "line 259: too many operations: allowed 0..=256"),
+        (
+            "corrupt-set",
+            "idpool-trace v1\ntarget handle_table\nversion c-2024-06\ncorrupt set 4294967296\n"
+                .into(),
+            "line 4: 4294967296 is out of range: allowed 0..=4294967295",
+        ),
+        (
+            "corrupt-clear",
+            "idpool-trace v1\ntarget handle_table\ncorrupt clear #256\n".into(),
+            "line 3: 256 is out of range: allowed 0..=255",
+        ),
+        (
+            "table-ops",
+            table_ops,
+            "line 261: too many operations: allowed 0..=256",
+        ),
+        (
+            "commit",
+            "idpool-trace v1\ntarget dbitmap_ops\ncommit 300\n".into(),
+            "line 3: 300 is out of range: allowed 0..=255",
+        ),
+        (
+            "start-from",
+            "idpool-trace v1\ntarget handle_table\nstart-from 70000=n1 4294967295=n2\n".into(),
+            "line 3: start handle 4294967295 is out of range: allowed 0..=262144",
+        ),
+        (
+            "start-from-count",
+            "idpool-trace v1\ntarget handle_table\nstart-from 1=n1 2=n2 3=n3 4=n4 5=n5 6=n6 7=n7\n"
+                .into(),
+            "line 3: `start-from` takes 1 to 6 handles, found 7",
+        ),
+        (
+            "start-from-twice",
+            "idpool-trace v1\ntarget handle_table\nstart-from 70000=n1 70000=n2\n".into(),
+            "line 3: start handle 70000 is given twice",
+        ),
+        (
+            "start-from-late",
+            "idpool-trace v1\ntarget handle_table\ninsert n1\nstart-from 70000=n1\n".into(),
+            "line 4: `start-from` only as the first operation",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let path = dir.join(format!("{name}.trace"));
+        std::fs::write(&path, text).unwrap();
+        let started = std::time::Instant::now();
+        let (code, _, err) = triage(&["repro", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line, got {err:?}");
+        assert!(err.contains(expected), "{name}: {err:?} lacks {expected:?}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{name}: refused, but only after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+// `triage states`: distinct abstract states of a corpus, in the order its
+// files were written.
+
+/// The states counted from the lines `SECS states: N`, checked to grow.
+fn counts(stdout: &str) -> Vec<usize> {
+    let counts: Vec<usize> = stdout
+        .lines()
+        .map(|l| {
+            l.rsplit_once("states: ")
+                .expect("a states line")
+                .1
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    counts
+}
+
+#[test]
+fn states_more_inputs_reach_more_states() {
+    let dir = std::env::temp_dir().join(format!("triage-states-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // One input: the empty program.
+    std::fs::write(dir.join("a"), b"").unwrap();
+    let (code, one, _) = triage(&["states", "--target", "pool_ops", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus/pool_ops");
+    let (code, all, err) = triage(&[
+        "states",
+        "--target",
+        "pool_ops",
+        dir.to_str().unwrap(),
+        corpus.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (one, all) = (counts(&one), counts(&all));
+    assert!(
+        all.last() > one.last(),
+        "the corpus reaches more states than an empty input: {all:?} vs {one:?}"
+    );
+    assert!(err.contains("distinct abstract states"), "{err}");
+}
+
+#[test]
+fn states_bad_input_gets_one_line_and_exit_2() {
+    let (code, _, err) = triage(&["states", "--target", "nope", "."]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("triage: unknown target"), "{err}");
+    let (code, _, err) = triage(&["states", "--target", "pool_ops", "/nonexistent/dir"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -8,7 +8,7 @@
 //! Files are named by a hash of their content, so running it twice adds
 //! nothing; existing files are never overwritten.
 
-use idpool_harness::{run_target, seeds, TARGETS};
+use idpool_harness::{check, registry, seeds};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,17 +33,37 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for target in TARGETS {
-        let out = dir.join(target);
+    for target in registry::traceable() {
+        if let Some(reason) = target.unavailable() {
+            println!("{}: skipped: {reason}", target.name());
+            continue;
+        }
+        let out = dir.join(target.name());
         if let Err(e) = std::fs::create_dir_all(&out) {
             eprintln!("seed-corpus: cannot create {}: {e}", out.display());
             return ExitCode::FAILURE;
         }
         let mut shapes = BTreeSet::new();
         let mut written = 0;
-        for seed in 0..inputs {
-            let data = seeds::input(seed);
-            let events = run_target(target, &data).expect("a known target");
+        let crafted = seeds::crafted(target.name());
+        for seed in 0..inputs + crafted.len() as u64 {
+            // The hand-written inputs first: each is kept for its shape.
+            let data = match crafted.get(seed as usize) {
+                Some(data) => data.clone(),
+                None => seeds::input(seed - crafted.len() as u64),
+            };
+            // A seed must pass: one that fails is a finding, not a seed.
+            let events = match check::catching(|| target.run(&data)) {
+                Ok(events) => events,
+                Err(failure) => {
+                    println!(
+                        "{}: seed {seed} fails, not written: {}",
+                        target.name(),
+                        failure.message.lines().next().unwrap_or_default()
+                    );
+                    continue;
+                }
+            };
             if !shapes.insert(seeds::shape(&events)) {
                 continue;
             }
@@ -58,7 +78,8 @@ fn main() -> ExitCode {
             written += 1;
         }
         println!(
-            "{target}: {} shapes, {written} new files in {}",
+            "{}: {} shapes, {written} new files in {}",
+            target.name(),
             shapes.len(),
             out.display()
         );

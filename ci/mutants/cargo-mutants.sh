@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Scores the harness with cargo-mutants: every mutant of the allocator
+# (src/, package idpool) is built and run against the harness's tests only
+# (package idpool-harness: corpus and regression replay, the smoke test,
+# the seeded exploration test, the harness's own unit tests), never against
+# the allocator's own unit tests. A mutant the harness does not catch is a
+# blind spot of the campaign; ci/mutants/survivors.md lists them.
+#
+#   ci/mutants/cargo-mutants.sh [--list] [CARGO-MUTANTS ARGS...]
+#
+# --list prints the mutants without running them. Other arguments go to
+# cargo-mutants, e.g. `--shard 0/8`, `--file src/bitmap.rs`, `--jobs 2`.
+# Results go to $MUTANTS_WORK/cargo-mutants/mutants.out (outcomes.json,
+# caught.txt, missed.txt, timeout.txt, unviable.txt). A full run takes
+# hours on 2 cores: run it in the background, it is not part of .ci/run.
+#
+# MUTANT_TEST_TIMEOUT (default 900) bounds one mutant's test step, in
+# seconds.
+#
+# Mutants of Debug and Display formatting are excluded (--exclude-re
+# below): no target compares a message's wording with a model.
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+
+CARGO_MUTANTS_VERSION=27.1.0
+
+list=0
+args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --list) list=1; shift ;;
+    *) args+=("$1"); shift ;;
+    esac
+done
+
+if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
+    step "installing cargo-mutants $CARGO_MUTANTS_VERSION"
+    cargo install --locked --version "$CARGO_MUTANTS_VERSION" cargo-mutants
+fi
+
+# The harness's test step: the corpus and regression replay, the smoke
+# test, the seeded exploration test and its unit tests; not the allocator's
+# own tests, nor the slower planted-bug and script checks.
+tests=(--lib --test=corpus --test=regressions --test=smoke --test=explore)
+common=(
+    --dir "$ROOT"
+    --package idpool
+    --test-package idpool-harness
+    --exclude-re '<impl (core::|std::)?(fmt::)?(Debug|Display) for '
+    --exclude-re '<impl std::error::Error for '
+)
+for t in "${tests[@]}"; do common+=("--cargo-test-arg=$t"); done
+if [ "$list" = 1 ]; then
+    exec cargo mutants --list "${common[@]}" "${args[@]}"
+fi
+out=$MUTANTS_WORK/cargo-mutants
+mkdir -p "$out"
+step "cargo-mutants over src/, tested by idpool-harness only; results in $out/mutants.out"
+# cargo-mutants' own baseline runs the tests of the mutated package (the
+# allocator's), not --test-package's: so the baseline is this step, the
+# harness's test step on the unmutated tree, and cargo-mutants skips its
+# own, with a fixed test timeout (a surviving mutant runs the whole step,
+# a few minutes on a loaded 2-core machine).
+step "baseline: the harness's test step on the unmutated tree"
+(cd "$ROOT" && cargo test -p idpool-harness "${tests[@]}")
+step "cargo-mutants over src/, tested by idpool-harness only; results in $out/mutants.out"
+cargo mutants "${common[@]}" --baseline skip --timeout "${MUTANT_TEST_TIMEOUT:-900}" \
+    --output "$out" --no-shuffle "${args[@]}"

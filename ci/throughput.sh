@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Measures executions per second: each target runs N seconds from the
+# committed corpus (read only: new inputs go to a scratch directory), one
+# run at a time, R times, and the median exec/s per target and engine is
+# printed as a Markdown table.
+#
+#   ci/throughput.sh [--seconds N] [--runs R] [--engines libfuzzer,afl,honggfuzz]
+#                    [--baseline REV] [TARGET...]
+#
+#   --seconds N     how long each run lasts (default 30)
+#   --runs R        runs per target and build (default 3; the median is kept)
+#   --engines       which engines (default libfuzzer)
+#   --baseline REV  also build REV (a commit, branch or tag) in a scratch
+#                   worktree and alternate the two builds run by run; the
+#                   table then has both medians and their ratio per target
+#                   (the machines are noisy: only ratios measured side by
+#                   side count)
+#
+# Every run uses the target's dictionary, -timeout and -rss_limit_mb like
+# every other libFuzzer run (ci/lib.sh). The targets default to those the
+# registry lists for each engine; with --baseline, a target the baseline
+# does not have is measured on the current tree alone. Scratch files stay
+# under $THROUGHPUT_WORK (default ${TMPDIR:-/tmp}/idpool-throughput).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+seconds=30
+runs=3
+engines=libfuzzer
+baseline=""
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --seconds) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--seconds needs a positive number"; seconds=$2; shift 2 ;;
+    --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"; runs=$2; shift 2 ;;
+    --engines) [ -n "${2:-}" ] || die "--engines needs a list, e.g. libfuzzer,afl"; engines=$2; shift 2 ;;
+    --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) die "unknown flag $1 (see --help)" ;;
+    *) targets+=("$1"); shift ;;
+    esac
+done
+for engine in ${engines//,/ }; do
+    case "$engine" in libfuzzer|afl|honggfuzz) ;; *) die "unknown engine '$engine' (expected libfuzzer, afl or honggfuzz)" ;; esac
+done
+engine_filter=()
+[ ${#targets[@]} -eq 0 ] || check_targets "${targets[@]}"
+
+work="${THROUGHPUT_WORK:-${TMPDIR:-/tmp}/idpool-throughput}"
+mkdir -p "$work"
+trees=("$ROOT")
+names=(current)
+if [ -n "$baseline" ]; then
+    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$baseline^{commit}") || die "--baseline: no such revision '$baseline'"
+    base="$work/baseline-${rev:0:12}"
+    if [ ! -d "$base" ]; then
+        step "checking out $baseline (${rev:0:12}) in $base"
+        git -C "$ROOT" worktree add --detach -f "$base" "$rev" >/dev/null
+    fi
+    trees+=("$base")
+    names+=("baseline")
+fi
+
+# The median of the numbers on stdin ("?" when there is none).
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# build ENGINE TREE: builds that tree's targets for the engine.
+build() {
+    case "$1" in
+    libfuzzer) (cd "$2/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}") ;;
+    afl) (cd "$2/fuzz/afl" && cargo afl build --release) ;;
+    honggfuzz) (cd "$2/fuzz/honggfuzz" && cargo hfuzz build) ;;
+    esac
+}
+
+# has_target ENGINE TREE TARGET: whether the tree has the target's glue.
+has_target() {
+    case "$1" in
+    libfuzzer) [ -f "$2/fuzz/fuzz_targets/$3.rs" ] ;;
+    afl) [ -f "$2/fuzz/afl/src/bin/$3.rs" ] ;;
+    honggfuzz) [ -f "$2/fuzz/honggfuzz/src/bin/$3.rs" ] ;;
+    esac
+}
+
+# run_once ENGINE TREE TARGET DIR: one run; prints its exec/s.
+run_once() {
+    local engine=$1 tree=$2 t=$3 dir=$4
+    rm -rf "$dir" && mkdir -p "$dir/new"
+    local corpus="$tree/corpus/$t"
+    [ -d "$corpus" ] || corpus="$dir/new"
+    case "$engine" in
+    libfuzzer)
+        local dict=()
+        [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
+        "$tree/fuzz/target/x86_64-unknown-linux-gnu/release/$t" "$dir/new" "$corpus" "${dict[@]}" \
+            -max_total_time="$seconds" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
+            -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
+        sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
+        ;;
+    afl)
+        local dict=()
+        [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-x "$tree/fuzz/dict/$t.dict")
+        (cd "$tree/fuzz/afl" && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+            AFL_NO_AFFINITY=1 cargo afl fuzz -i "$corpus" -o "$dir/out" "${dict[@]}" -V "$seconds" -t 5000 \
+            "target/release/$t") > "$dir/log" 2>&1 || true
+        sed -n 's/^execs_per_sec *: *//p' "$dir/out/default/fuzzer_stats" 2>/dev/null | cut -d. -f1
+        ;;
+    honggfuzz)
+        local dict=""
+        [ -f "$tree/fuzz/dict/$t.dict" ] && dict="--dict $tree/fuzz/dict/$t.dict"
+        (cd "$tree/fuzz/honggfuzz" && HFUZZ_WORKSPACE="$dir/ws" MALLOC_PERTURB_=0 \
+            HFUZZ_RUN_ARGS="--run_time $seconds -n 1 -i $corpus -o $dir/new $dict -v" \
+            cargo hfuzz run "$t") > "$dir/log" 2>&1 || true
+        grep -ao 'speed:[0-9]*' "$dir/log" | tail -1 | cut -d: -f2 || true
+        ;;
+    esac
+}
+
+rows=()
+for engine in ${engines//,/ }; do
+    case "$engine" in
+    libfuzzer) "$ROOT/ci/install-fuzzers.sh" cargo-fuzz ;;
+    *) "$ROOT/ci/install-fuzzers.sh" "$engine" ;;
+    esac
+    for i in "${!trees[@]}"; do
+        step "$engine: building the ${names[$i]} tree"
+        build "$engine" "${trees[$i]}"
+    done
+    if [ ${#targets[@]} -gt 0 ]; then list=("${targets[@]}"); else mapfile -t list < <(targets --engine "$engine"); fi
+    for t in "${list[@]}"; do
+        declare -A rates=()
+        for r in $(seq 1 "$runs"); do
+            # Alternate the builds run by run, so that a noisy minute
+            # weighs on both.
+            for i in "${!trees[@]}"; do
+                has_target "$engine" "${trees[$i]}" "$t" || continue
+                step "$engine: $t, ${names[$i]}, run $r of $runs (${seconds}s)"
+                rate=$(run_once "$engine" "${trees[$i]}" "$t" "$work/$engine/$t/${names[$i]}-$r")
+                echo "${rate:-?} exec/s" >&2
+                rates[$i]="${rates[$i]:-} ${rate}"
+            done
+        done
+        # No rate at all (a target the baseline lacks) is "-", not an exit:
+        # grep finding nothing fails the pipeline under pipefail.
+        cur=$(tr ' ' '\n' <<<"${rates[0]:-}" | { grep -E '^[0-9]+$' || true; } | median)
+        if [ -n "$baseline" ]; then
+            old=$(tr ' ' '\n' <<<"${rates[1]:-}" | { grep -E '^[0-9]+$' || true; } | median)
+            ratio=$(awk -v a="$cur" -v b="$old" 'BEGIN { if (a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ && b > 0) printf "%.1fx", a / b; else print "-" }')
+            rows+=("| $t | $engine | $cur | $old | $ratio |")
+        else
+            rows+=("| $t | $engine | $cur |")
+        fi
+        unset rates
+    done
+done
+
+echo
+if [ -n "$baseline" ]; then
+    echo "Median exec/s of $runs runs of ${seconds}s each, alternated with $baseline (${rev:0:12}):"
+    echo
+    echo "| target | engine | exec/s | baseline exec/s | ratio |"
+    echo "| --- | --- | ---: | ---: | ---: |"
+else
+    echo "Median exec/s of $runs runs of ${seconds}s each:"
+    echo
+    echo "| target | engine | exec/s |"
+    echo "| --- | --- | ---: |"
+fi
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,234 @@
+//! The pool against the model, read one id at a time.
+//!
+//! A table's own invariant check ([`idpool::NodeRefs::check_invariants`])
+//! compares the pool with `by_handle` through the pool's `used_ids`, which
+//! walks the words with the same scan that `next_zero_bit` uses: a bug in
+//! that scan can hide from both. So the harness also reads the pool itself,
+//! through the narrowest public read each allocator has (`is_used`,
+//! `test_bit`, `contains`), one id at a time, and compares every bit with
+//! the model's idea of it ([`Expected`]): for `handle_table`, the table
+//! model's own record of the pool's bits, which knows the version's
+//! reserved bit 0 and the corruptions injected
+//! (`TableModel::expects_bit` in [`crate::table`]); for
+//! `concurrent_resize`, which injects none, the live handles and the
+//! version's reserved bit 0 ([`handles_of`]).
+//!
+//! Which ids: every id a step touched, the boundaries (0, 1, the last id of
+//! the capacity and the one past it, the highest live handle and the one
+//! past it), and every id up to the capacity when the runner does its full
+//! check (small tables, commits, the end of a run): see [`Probe`].
+
+use crate::history;
+use crate::model::HandleModel;
+use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, NodeRefs, Shrinker, Version};
+use std::collections::BTreeSet;
+
+/// The narrowest public read of a pool's record of used ids.
+pub trait PoolBits {
+    /// Whether `id` is marked used; `None` when the allocator keeps no
+    /// record (the linear scan, a disabled dbitmap).
+    fn bit(&self, id: usize) -> Option<bool>;
+}
+
+impl PoolBits for IdPool {
+    fn bit(&self, id: usize) -> Option<bool> {
+        Some(self.is_used(id))
+    }
+}
+
+impl PoolBits for DBitmap {
+    fn bit(&self, id: usize) -> Option<bool> {
+        self.enabled().then(|| self.test_bit(id))
+    }
+}
+
+/// The legacy scan keeps no record of its own: it searches `by_handle`.
+impl PoolBits for LinearScan {
+    fn bit(&self, _: usize) -> Option<bool> {
+        None
+    }
+}
+
+impl PoolBits for FastPool {
+    fn bit(&self, id: usize) -> Option<bool> {
+        Some(self.is_used(id))
+    }
+}
+
+impl PoolBits for Shrinker {
+    fn bit(&self, id: usize) -> Option<bool> {
+        Some(self.is_used(id))
+    }
+}
+
+/// The tree has no bits, but its own record of the ids it holds
+/// (`contains`), read one id at a time like a bit: the model expects it to
+/// be exactly the live handles (corruption of a pool does not reach it).
+impl PoolBits for AugmentedTree {
+    fn bit(&self, id: usize) -> Option<bool> {
+        Some(u32::try_from(id).is_ok_and(|id| self.contains(id)))
+    }
+}
+
+/// The ids one comparison reads.
+#[derive(Clone, Debug, Default)]
+pub struct Probe {
+    ids: BTreeSet<usize>,
+    all_below: usize,
+}
+
+impl Probe {
+    /// The boundaries of a pool of `capacity` ids whose model is `model`.
+    pub fn boundaries(capacity: usize, model: &HandleModel) -> Self {
+        let mut probe = Probe::default();
+        probe
+            .ids
+            .extend([0, 1, capacity, capacity.saturating_sub(1)]);
+        if let Some(h) = model.highest() {
+            probe.ids.extend([h as usize, h as usize + 1]);
+        }
+        probe
+    }
+
+    /// Also `id`, one a step touched.
+    pub fn touch(&mut self, id: u32) -> &mut Self {
+        // An id below `all_below` is read with the range already.
+        if id as usize >= self.all_below {
+            self.ids.insert(id as usize);
+        }
+        self
+    }
+
+    /// Also every id below the capacity and every live handle of the
+    /// model: the full comparison.
+    pub fn everything(&mut self, capacity: usize, model: &HandleModel) -> &mut Self {
+        self.all_below = self.all_below.max(capacity + 1);
+        // The handles below `all_below` are read with the range already:
+        // only those above it need a place in the set.
+        let above = u32::try_from(self.all_below).unwrap_or(u32::MAX);
+        self.ids
+            .extend(model.handles.range(above..).map(|(&h, _)| h as usize));
+        self
+    }
+
+    /// Every id below `capacity` (and one past it) and every live handle.
+    pub fn everything_of(capacity: usize, model: &HandleModel) -> Self {
+        let mut probe = Probe::boundaries(capacity, model);
+        probe.everything(capacity, model);
+        probe
+    }
+
+    fn ids(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.all_below).chain(self.ids.iter().copied().filter(|&id| id >= self.all_below))
+    }
+}
+
+/// An id whose bit differs from the model's: (id, expected, actual).
+pub type BitDiff = (usize, bool, bool);
+
+/// The model's idea of one id's bit: `Some(set)`, or `None` where the
+/// model cannot say (that id is not compared). An id above `u32::MAX` is
+/// never a handle: expected clear.
+pub type Expected<'a> = &'a dyn Fn(u32) -> Option<bool>;
+
+/// What `concurrent_resize`'s model expects of the bits of a table of
+/// `version`: the live handles, and bit 0 where the version reserves it
+/// for the context manager. A version that reserves it and clears it when
+/// descriptor 0 is released (the C v3 posting, [`history::rules`]) has a
+/// bit 0 that depends on the history of descriptor 0, which this model
+/// does not keep: bit 0 is not compared there.
+pub fn handles_of(model: &HandleModel, version: Version) -> impl Fn(u32) -> Option<bool> + '_ {
+    let rules = history::rules(version);
+    move |id| match id {
+        0 if rules.bit_zero_reserved && rules.bit_zero_kept_on_release => Some(true),
+        0 if rules.bit_zero_reserved => None,
+        id => Some(model.expects_bit(id)),
+    }
+}
+
+/// Compares the bits `probe` names with the model's expectation: up to
+/// six differences, or `Ok` (also when the pool keeps no record).
+pub fn compare(
+    pool: &dyn PoolBits,
+    expected: Expected<'_>,
+    probe: &Probe,
+) -> Result<(), Vec<BitDiff>> {
+    let mut diff = Vec::new();
+    for id in probe.ids() {
+        let Some(actual) = pool.bit(id) else {
+            return Ok(());
+        };
+        let expected = match u32::try_from(id) {
+            Ok(id) => expected(id),
+            Err(_) => Some(false),
+        };
+        let Some(expected) = expected else {
+            continue;
+        };
+        if actual != expected {
+            diff.push((id, expected, actual));
+            if diff.len() == 6 {
+                break;
+            }
+        }
+    }
+    if diff.is_empty() {
+        Ok(())
+    } else {
+        Err(diff)
+    }
+}
+
+/// [`compare`] for a table's state against `concurrent_resize`'s model
+/// ([`handles_of`]).
+pub fn compare_refs<F: idpool::Flavour + PoolBits>(
+    refs: &NodeRefs<F>,
+    model: &HandleModel,
+    probe: &Probe,
+) -> Result<(), Vec<BitDiff>> {
+    compare(refs.pool(), &handles_of(model, refs.version()), probe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idpool::{Faults, Request};
+
+    #[test]
+    fn a_cleared_bit_behind_the_tables_back_is_found() {
+        let mut refs = NodeRefs::<IdPool>::new();
+        let mut model = HandleModel::default();
+        let faults = Faults::default();
+        for node in 0..5 {
+            let insert = Request::Insert {
+                node,
+                is_manager: false,
+            };
+            let h = refs.run(insert, &faults).unwrap();
+            model.add(node, h);
+        }
+        let mut probe = Probe::boundaries(refs.pool().capacity(), &model);
+        probe.everything(refs.pool().capacity(), &model);
+        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
+        refs.corrupt(idpool::Corruption::ClearBit(3));
+        assert_eq!(
+            compare_refs(&refs, &model, &probe),
+            Err(vec![(3, true, false)])
+        );
+        // The boundaries alone do not read id 3; touching it does.
+        let mut narrow = Probe::boundaries(refs.pool().capacity(), &model);
+        assert_eq!(compare_refs(&refs, &model, &narrow), Ok(()));
+        narrow.touch(3);
+        assert!(compare_refs(&refs, &model, &narrow).is_err());
+    }
+
+    #[test]
+    fn the_linear_scan_has_no_bits_to_compare() {
+        let refs = NodeRefs::<LinearScan>::new();
+        let mut model = HandleModel::default();
+        model.add(7, 1);
+        let mut probe = Probe::default();
+        probe.everything(64, &model);
+        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
+    }
+}

@@ -1,0 +1,743 @@
+//! Upstream history as part of the program: which version of each driver a
+//! run follows, what each version does (stated here from SPEC.md's
+//! "Upstream history", not read from [`idpool::Version`]'s rule methods),
+//! and which findings are the known upstream bugs.
+//!
+//! # Versions in the program
+//!
+//! A `handle_table` program starts with a header byte ([`Versions::decode`])
+//! that picks the C version of the `dbitmap` table, the Rust version of the
+//! `IdPool` table (the legacy linear scan follows the Rust version: it has
+//! no bits, so only the dead-process rule of its driver matters), and
+//! whether each is also run beside the version next to it in upstream's
+//! history (`versus`): C v3 beside C June 2024, Rust's first posting beside
+//! Rust mainline. Mainline is drawn for half of the header values of each
+//! driver, so mainline coverage is not diluted; the header byte 0 is
+//! mainline for both drivers with no `versus`. A `concurrent_resize`
+//! program carries one version, of its pool's driver. A trace names the
+//! versions it needs with `version <name>` and `versus <name>` lines; a
+//! trace without them is mainline, so every trace written before versions
+//! existed keeps its meaning.
+//!
+//! # What is a finding on a historical version
+//!
+//! Each version is checked against a model of what that version means to
+//! do ([`Rules`]): its reserved bit 0, its shrink threshold, its reaction
+//! to a pool/`by_handle` mismatch. The model never predicts a `BUG()` that
+//! the version's own rules did not intend: for the context manager the
+//! model hands out the smallest descriptor that is free, as every version
+//! meant to, so a version that gives a descriptor twice diverges from its
+//! own model, and that is the finding ([`Check::KernelCrash`]). Two
+//! versions run side by side on the same program that behave differently
+//! are the other kind of finding ([`Check::VersionsDiffer`]).
+//!
+//! Those findings are real, and they are upstream's, found and fixed
+//! years ago: a campaign on today's allocator must not stop at them every
+//! few seconds. So the findings listed in [`Finding`] are *known*. A
+//! `handle_table` run that meets one retires the side it is about (or the
+//! comparison of two versions) and goes on with the others to the end of
+//! the program ([`Retired`]), so the mainline sides of the same program
+//! stay checked; it fails with the known finding only at the end, if
+//! nothing else failed. A fuzz target (and the corpus replay of `cargo
+//! test`) then passes quietly, unless `IDPOOL_HISTORY` names the finding
+//! (`collision`, `v3-threshold`, `rust-mismatch`, `v3-zero`, or `all`),
+//! which is what `ci/history.sh` sets. (A `concurrent_resize` program
+//! runs one table on one version: there is no other side to go on with.) Anything else is always a crash: a historical
+//! version diverging from its own model in any other way, mainline
+//! diverging at all, an unexpected warning. The triage tool and the
+//! regression tests see every failure as a value, known or not; a
+//! regression that reproduces a known finding says so in its header
+//! (`# expect: <signature>`) and must fail exactly that way.
+
+use crate::check::{Check, Detail, Failure};
+use arbitrary::{Arbitrary, Unstructured};
+use idpool::{Error, Request, Version};
+use std::sync::OnceLock;
+
+/// The versions a `handle_table` program runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Versions {
+    /// The C version of the `dbitmap` table.
+    pub c: Version,
+    /// The Rust version of the `IdPool` table and of the linear scan.
+    pub rust: Version,
+    /// The C version run beside `c` on a second `dbitmap` table, if any.
+    pub c_versus: Option<Version>,
+    /// The Rust version run beside `rust` on a second `IdPool` table.
+    pub rust_versus: Option<Version>,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions::MAINLINE
+    }
+}
+
+impl Versions {
+    /// Mainline for both drivers, nothing beside.
+    pub const MAINLINE: Versions = Versions {
+        c: Version::CMainline,
+        rust: Version::RustMainline,
+        c_versus: None,
+        rust_versus: None,
+    };
+
+    /// The versions of header byte `b`: bits 0-1 the C version (0 and 1
+    /// mainline, 2 June 2024, 3 v3), bit 2 the Rust version (0 mainline,
+    /// 1 first posting), bit 3 "run each beside its neighbour in history"
+    /// ([`neighbour`]). The other bits are ignored.
+    pub fn decode(b: u8) -> Versions {
+        let c = match b & 3 {
+            2 => Version::C2024_06,
+            3 => Version::CV3,
+            _ => Version::CMainline,
+        };
+        let rust = match b & 4 {
+            0 => Version::RustMainline,
+            _ => Version::RustV1,
+        };
+        let versus = b & 8 != 0;
+        Versions {
+            c,
+            rust,
+            c_versus: neighbour(c).filter(|_| versus),
+            rust_versus: neighbour(rust).filter(|_| versus),
+        }
+    }
+
+    /// The header byte [`Versions::decode`] reads back as these versions,
+    /// if there is one.
+    pub fn encode(&self) -> Option<u8> {
+        (0..16u8).find(|&b| Versions::decode(b) == *self)
+    }
+
+    /// Whether every version is mainline and nothing runs beside.
+    pub fn is_mainline(&self) -> bool {
+        *self == Versions::MAINLINE
+    }
+}
+
+impl<'a> Arbitrary<'a> for Versions {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Versions::decode(u8::arbitrary(u)?))
+    }
+    fn size_hint(_: usize) -> (usize, Option<usize>) {
+        (1, Some(1))
+    }
+}
+
+/// The version a side-by-side run pairs with `v`: the two C versions that
+/// existed before the fix pair with each other (v3 was posted in May 2024,
+/// June 2024 is what was merged), Rust's first posting with Rust mainline.
+/// C mainline pairs with nothing: June 2024 already crashes against its
+/// own model on the programs where the two differ.
+pub fn neighbour(v: Version) -> Option<Version> {
+    match v.name() {
+        "c-2024-06" => Some(Version::CV3),
+        "c-v3" => Some(Version::C2024_06),
+        "rust-v1" => Some(Version::RustMainline),
+        "rust-mainline" => Some(Version::RustV1),
+        _ => None,
+    }
+}
+
+/// What a pool/`by_handle` mismatch does, as the model expects it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reaction {
+    /// C: the descriptor is already in `refs_by_desc`: `BUG()`.
+    Crash,
+    /// Rust first posting: log, take the id, look again.
+    TakeAndSearchOn,
+    /// Rust mainline: log, `WARN_ON`, take the id, `EINVAL`.
+    TakeWarnEinval,
+}
+
+/// What one version does, as SPEC.md's "Upstream history" tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The C driver (else Rust).
+    pub c: bool,
+    /// The map is created with bit 0 set, for the context manager.
+    pub bit_zero_reserved: bool,
+    /// Dropping the ref at descriptor 0 leaves bit 0 set.
+    pub bit_zero_kept_on_release: bool,
+    /// The context manager's node is given descriptor 0 without looking at
+    /// the map or the tree. The models do not follow this rule (they hand
+    /// the manager the smallest free descriptor, as every version meant
+    /// to): where it gives 0 twice, that is the collision ([`Finding`]).
+    pub manager_always_zero: bool,
+    /// `dbitmap_shrink_nbits` shrinks when the last bit is *at* a quarter
+    /// too (`<=`, the off-by-one of the v3 posting).
+    pub shrink_at_quarter: bool,
+    /// A new ref of a dead process is refused (`ESRCH`).
+    pub dead_refused: bool,
+    /// What a mismatch between the pool and `by_handle` does.
+    pub on_mismatch: Reaction,
+}
+
+/// The rules of `version`, one row per version of SPEC.md's history.
+pub fn rules(version: Version) -> Rules {
+    // The rows, in the words of the history:
+    // - C as first merged: "descriptor 0 was reserved for the context
+    //   manager: bit 0 was set when the map was created and never cleared";
+    //   "the context manager's node was always given descriptor 0 without
+    //   looking at the map or the tree" (until "binder: fix descriptor
+    //   lookup for context manager", commit 11512c197d38).
+    // - C v3: the same map and the same descriptor 0 for the manager, but
+    //   its clear did not spare bit 0 (the guard came with the merged
+    //   version), and "`bit <= nbits/4`".
+    // - C mainline: no reserved bit; the shrink threshold `<`.
+    // - Rust first posting: "on a mismatch ... the id was acquired and the
+    //   loop continued"; mainline "returns EINVAL after warn_on!".
+    // - Only the Rust insert looks at the process being dead.
+    let c = |reserved: bool, kept: bool, manager_zero: bool, at_quarter: bool| Rules {
+        c: true,
+        bit_zero_reserved: reserved,
+        bit_zero_kept_on_release: kept,
+        manager_always_zero: manager_zero,
+        shrink_at_quarter: at_quarter,
+        dead_refused: false,
+        on_mismatch: Reaction::Crash,
+    };
+    let rust = |on_mismatch| Rules {
+        c: false,
+        bit_zero_reserved: false,
+        bit_zero_kept_on_release: false,
+        manager_always_zero: false,
+        shrink_at_quarter: false,
+        dead_refused: true,
+        on_mismatch,
+    };
+    match version.name() {
+        "c-2024-06" => c(true, true, true, false),
+        "c-v3" => c(true, false, true, true),
+        "c-mainline" => c(false, false, false, false),
+        "rust-v1" => rust(Reaction::TakeAndSearchOn),
+        "rust-mainline" => rust(Reaction::TakeWarnEinval),
+        other => unreachable!("a version SPEC.md does not list: {other}"),
+    }
+}
+
+/// A table's name in failures: the flavour alone on mainline (so that the
+/// signatures of mainline failures do not change), the flavour and the
+/// version otherwise.
+pub fn side_name(flavour: &'static str, version: Version) -> &'static str {
+    match (flavour, version.name()) {
+        (f, "c-mainline" | "rust-mainline") => f,
+        ("dbitmap", "c-2024-06") => "dbitmap c-2024-06",
+        ("dbitmap", "c-v3") => "dbitmap c-v3",
+        ("idpool", "rust-v1") => "idpool rust-v1",
+        ("fastpool", "rust-v1") => "fastpool rust-v1",
+        ("augmented", "rust-v1") => "augmented rust-v1",
+        ("shrinker", "rust-v1") => "shrinker rust-v1",
+        ("linear", "rust-v1") => "linear rust-v1",
+        ("linear", "c-2024-06") => "linear c-2024-06",
+        ("linear", "c-v3") => "linear c-v3",
+        _ => flavour,
+    }
+}
+
+/// The name of a side-by-side comparison in failures.
+pub fn versus_name(a: Version, b: Version) -> &'static str {
+    match (a.name(), b.name()) {
+        ("c-2024-06", "c-v3") => "dbitmap c-2024-06 vs c-v3",
+        ("c-v3", "c-2024-06") => "dbitmap c-v3 vs c-2024-06",
+        ("rust-mainline", "rust-v1") => "idpool rust-mainline vs rust-v1",
+        ("rust-v1", "rust-mainline") => "idpool rust-v1 vs rust-mainline",
+        _ => "versions",
+    }
+}
+
+/// A known upstream finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Finding {
+    /// C June 2024 (and v3): the new context manager's node is given
+    /// descriptor 0 while the old manager's ref holds it: `BUG()` (syzbot,
+    /// July 2024; fixed upstream by commit 11512c197d38, "binder: fix
+    /// descriptor lookup for context manager", Linux 6.11-rc3).
+    Collision,
+    /// C v3 beside June 2024: the `<=` shrink threshold; capacities differ.
+    V3Threshold,
+    /// Rust first posting beside mainline: they differ on a mismatch.
+    RustMismatch,
+    /// C v3: its clear did not spare bit 0, so once the manager's ref at 0
+    /// is dropped a non-manager is given descriptor 0 (a duplicate, and a
+    /// `BUG()`, if a new manager's ref took 0 meanwhile).
+    V3Zero,
+}
+
+impl Finding {
+    /// Every known finding.
+    pub const ALL: [Finding; 4] = [
+        Finding::Collision,
+        Finding::V3Threshold,
+        Finding::RustMismatch,
+        Finding::V3Zero,
+    ];
+
+    /// The name `IDPOOL_HISTORY` and `ci/history.sh` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Finding::Collision => "collision",
+            Finding::V3Threshold => "v3-threshold",
+            Finding::RustMismatch => "rust-mismatch",
+            Finding::V3Zero => "v3-zero",
+        }
+    }
+
+    /// The targets expected to find it (`ci/history.sh` fuzzes each; a
+    /// run counts when [`Finding::of`] tells its minimised failure to be
+    /// this finding, as `triage minimize` writes in the trace's header).
+    pub fn hunted_by(self) -> &'static [&'static str] {
+        match self {
+            Finding::Collision => &["handle_table", "concurrent_resize"],
+            Finding::V3Threshold | Finding::RustMismatch | Finding::V3Zero => &["handle_table"],
+        }
+    }
+
+    /// The known finding `failure` is, if it is one: told by its check and
+    /// by what the check saw ([`Detail`]), so that another bug on the same
+    /// historical version is not taken for a known one:
+    /// - the collision: a kernel crash on June 2024 or v3 at an insert of
+    ///   the context manager, over descriptor 0 (the descriptor those
+    ///   versions give the manager without looking);
+    /// - the v3 threshold: v3 beside June 2024 returning the same outcome
+    ///   with different capacities (the `<=` shrinks where `<` does not; no
+    ///   descriptor differs);
+    /// - the Rust mismatch: Rust mainline failing with its mismatch `EINVAL`
+    ///   where the first posting, beside it, does something else (it takes
+    ///   the id and searches on);
+    /// - v3's bit 0: a new descriptor 0 to a non-manager on v3; if a new
+    ///   context manager's ref took 0 after the clear (without looking, so
+    ///   without setting the bit), that non-manager's 0 is a duplicate and
+    ///   crashes: a kernel crash on v3 at a non-manager's insert over
+    ///   descriptor 0 is that finding too; and so is v3 beside June 2024
+    ///   giving a non-manager 0 (or crashing over 0) where June 2024 does
+    ///   not: seen after a corruption cleared bit 0 in both, which makes
+    ///   the 0 (or the crash) what each side's own model predicts, so
+    ///   only the comparison of the two shows June 2024's guard.
+    pub fn of(failure: &Failure) -> Option<Finding> {
+        let on = |v: &str| failure.flavour.is_some_and(|f| f.contains(v));
+        match (&failure.check, &failure.detail) {
+            (
+                Check::KernelCrash,
+                Some(Detail::Crash {
+                    version,
+                    id: 0,
+                    manager: true,
+                }),
+            ) if rules(*version).manager_always_zero => Some(Finding::Collision),
+            (Check::HandleZero, None) if on("c-v3") => Some(Finding::V3Zero),
+            // v3's bit 0 cleared while a manager's ref that took 0 without
+            // looking holds it: the non-manager given 0 collides.
+            (
+                Check::KernelCrash,
+                Some(Detail::Crash {
+                    version: Version::CV3,
+                    id: 0,
+                    manager: false,
+                }),
+            ) => Some(Finding::V3Zero),
+            (
+                Check::VersionsDiffer,
+                Some(Detail::Versions {
+                    request,
+                    versions,
+                    outcomes,
+                    capacities,
+                }),
+            ) => {
+                let pair = |x: Version, y: Version| *versions == [x, y] || *versions == [y, x];
+                let mainline = versions.iter().position(|&v| v == Version::RustMainline);
+                let v3 = versions.iter().position(|&v| v == Version::CV3);
+                let non_manager = matches!(
+                    request,
+                    Request::Insert {
+                        is_manager: false,
+                        ..
+                    }
+                );
+                if let (true, Some(v3), true) =
+                    (pair(Version::CV3, Version::C2024_06), v3, non_manager)
+                {
+                    // v3 gave 0 to a non-manager where June 2024, whose
+                    // clear spares bit 0, did not.
+                    let zero = |o: Result<u32, Error>| {
+                        matches!(o, Ok(0) | Err(Error::KernelBug { id: 0 }))
+                    };
+                    if zero(outcomes[v3]) && !zero(outcomes[1 - v3]) {
+                        return Some(Finding::V3Zero);
+                    }
+                }
+                if pair(Version::CV3, Version::C2024_06)
+                    && outcomes[0] == outcomes[1]
+                    && capacities[0] != capacities[1]
+                {
+                    Some(Finding::V3Threshold)
+                } else if let (true, Some(m)) =
+                    (pair(Version::RustV1, Version::RustMainline), mainline)
+                {
+                    let v1 = 1 - m;
+                    let mismatch =
+                        |o: &Result<u32, Error>| matches!(o, Err(Error::Mismatch { .. }));
+                    (mismatch(&outcomes[m]) && !mismatch(&outcomes[v1]))
+                        .then_some(Finding::RustMismatch)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a run with several sides does with the known findings it meets: a
+/// known finding retires the side it is about (a `BUG()` leaves nothing
+/// meaningful behind), or only the comparison of two versions for a
+/// difference between them, and the run goes on with every other side, so
+/// that the mainline sides of the program stay checked to its end. The
+/// first known finding is kept and becomes the run's failure at the end
+/// if nothing else failed (and [`quiet`] then decides whether a fuzz
+/// target reports it); any other failure ends the run at once.
+#[derive(Debug)]
+pub struct Retired {
+    sides: Vec<bool>,
+    pairs: Vec<bool>,
+    first: Option<Box<Failure>>,
+}
+
+impl Retired {
+    /// Nothing retired, among `sides` sides and `pairs` comparisons.
+    pub fn new(sides: usize, pairs: usize) -> Self {
+        Retired {
+            sides: vec![false; sides],
+            pairs: vec![false; pairs],
+            first: None,
+        }
+    }
+
+    /// Whether side `i` is retired.
+    pub fn side(&self, i: usize) -> bool {
+        self.sides[i]
+    }
+
+    /// Whether comparison `p` is retired.
+    pub fn pair(&self, p: usize) -> bool {
+        self.pairs[p]
+    }
+
+    /// `result` of a check of side `i`: a known finding retires the side
+    /// and the comparisons `involving` names (the indices of those that
+    /// compare it), and gives `None`; any other failure is returned.
+    pub fn of_side<T>(
+        &mut self,
+        i: usize,
+        involving: impl Iterator<Item = usize>,
+        result: crate::check::Checked<T>,
+    ) -> crate::check::Checked<Option<T>> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(failure) if Finding::of(&failure).is_some() => {
+                self.sides[i] = true;
+                for p in involving {
+                    self.pairs[p] = true;
+                }
+                self.keep(failure);
+                Ok(None)
+            }
+            Err(failure) => Err(failure),
+        }
+    }
+
+    /// `failure` of comparison `p`: a known finding retires the
+    /// comparison (both sides go on, each against its own model); any
+    /// other failure is returned.
+    pub fn of_pair(&mut self, p: usize, failure: Box<Failure>) -> crate::check::Checked {
+        if Finding::of(&failure).is_none() {
+            return Err(failure);
+        }
+        self.pairs[p] = true;
+        self.keep(failure);
+        Ok(())
+    }
+
+    fn keep(&mut self, failure: Box<Failure>) {
+        self.first.get_or_insert(failure);
+    }
+
+    /// The run's result once every step passed: the first known finding
+    /// met, if any.
+    pub fn finish<T>(self, value: T) -> crate::check::Checked<T> {
+        match self.first {
+            Some(failure) => Err(failure),
+            None => Ok(value),
+        }
+    }
+}
+
+/// The known findings `IDPOOL_HISTORY` asks to report (read once).
+fn reported() -> &'static [Finding] {
+    static REPORTED: OnceLock<Vec<Finding>> = OnceLock::new();
+    REPORTED.get_or_init(|| {
+        let var = std::env::var("IDPOOL_HISTORY").unwrap_or_default();
+        Finding::ALL
+            .into_iter()
+            .filter(|f| var.split(',').any(|w| w == "all" || w == f.name()))
+            .collect()
+    })
+}
+
+/// Whether a fuzz target ends the run quietly on `failure`: it is a known
+/// upstream finding that `IDPOOL_HISTORY` does not ask for.
+pub fn quiet(failure: &Failure) -> bool {
+    Finding::of(failure).is_some_and(|f| !reported().contains(&f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mainline_is_half_of_the_header_values_of_each_driver() {
+        let all: Vec<Versions> = (0..=255u8).map(Versions::decode).collect();
+        let c = all.iter().filter(|v| v.c == Version::CMainline).count();
+        let rust = all
+            .iter()
+            .filter(|v| v.rust == Version::RustMainline)
+            .count();
+        assert_eq!((c, rust), (128, 128));
+        assert!(Versions::decode(0).is_mainline());
+    }
+
+    #[test]
+    fn every_header_encodes_back() {
+        for b in 0..16u8 {
+            let v = Versions::decode(b);
+            assert_eq!(v.encode().map(Versions::decode), Some(v));
+        }
+    }
+
+    #[test]
+    fn the_manager_gets_0_without_looking_in_the_versions_before_the_fix_only() {
+        // SPEC.md's history: June 2024 as first merged always gave the
+        // context manager's node 0; v3 is June 2024 but for the threshold
+        // (and its clear); "binder: fix descriptor lookup for context
+        // manager" made C search from offset 0 for the manager, and the
+        // Rust driver always searched.
+        let always: Vec<&str> = Version::ALL
+            .into_iter()
+            .filter(|&v| rules(v).manager_always_zero)
+            .map(Version::name)
+            .collect();
+        assert_eq!(always, ["c-2024-06", "c-v3"]);
+    }
+
+    #[test]
+    fn the_rows_follow_spec_history() {
+        // Pinned to SPEC.md's "Upstream history", and checked against the
+        // allocator's own reading so a misreading on either side shows.
+        for v in Version::ALL {
+            let r = rules(v);
+            assert_eq!(r.c, v.driver() == idpool::Driver::C, "{v}");
+            assert_eq!(r.bit_zero_reserved, v.reserves_bit_zero(), "{v}");
+            assert_eq!(
+                r.bit_zero_reserved && r.bit_zero_kept_on_release,
+                v.clear_bit_spares_zero(),
+                "{v}"
+            );
+            assert_eq!(r.shrink_at_quarter, v.shrink_threshold_inclusive(), "{v}");
+            assert_eq!(r.manager_always_zero, v.manager_always_gets_zero(), "{v}");
+            assert_eq!(r.dead_refused, v.insert_checks_dead(), "{v}");
+            let allocator = match v.on_mismatch() {
+                idpool::MismatchReaction::Bug => Reaction::Crash,
+                idpool::MismatchReaction::AcquireAndContinue => Reaction::TakeAndSearchOn,
+                idpool::MismatchReaction::WarnEinval => Reaction::TakeWarnEinval,
+            };
+            assert_eq!(r.on_mismatch, allocator, "{v}");
+        }
+    }
+
+    /// A failure of `check` about `flavour` with `detail`, as a runner
+    /// builds it.
+    fn failure(check: Check, flavour: &'static str, detail: Option<Detail>) -> Failure {
+        Failure {
+            target: "handle_table",
+            step: 1,
+            op: crate::check::OpKind::Insert,
+            check,
+            flavour: Some(flavour),
+            phase: None,
+            capacity: 64,
+            detail,
+            message: String::new(),
+        }
+    }
+
+    fn crash(version: Version, id: u32, manager: bool) -> Failure {
+        let flavour = side_name("dbitmap", version);
+        let detail = Detail::Crash {
+            version,
+            id,
+            manager,
+        };
+        failure(Check::KernelCrash, flavour, Some(detail))
+    }
+
+    fn versus(
+        versions: [Version; 2],
+        outcomes: [Result<u32, Error>; 2],
+        capacities: [usize; 2],
+    ) -> Failure {
+        let detail = Detail::Versions {
+            request: Request::Insert {
+                node: 7,
+                is_manager: false,
+            },
+            versions,
+            outcomes,
+            capacities,
+        };
+        let name = versus_name(versions[0], versions[1]);
+        failure(Check::VersionsDiffer, name, Some(detail))
+    }
+
+    #[test]
+    fn the_collision_is_a_managers_crash_over_descriptor_0_only() {
+        for v in [Version::C2024_06, Version::CV3] {
+            assert_eq!(Finding::of(&crash(v, 0, true)), Some(Finding::Collision));
+            // Look-alikes on the same version: another bug.
+            assert_eq!(Finding::of(&crash(v, 3, true)), None, "{v}: descriptor 3");
+            assert_eq!(Finding::of(&crash(v, 3, false)), None, "{v}");
+            let mut bare = crash(v, 0, true);
+            bare.detail = None;
+            assert_eq!(Finding::of(&bare), None, "{v}: nothing seen");
+        }
+        // A non-manager's crash over 0: June 2024 never clears bit 0, so it
+        // is another bug there; on v3 it is v3's cleared bit 0 (below).
+        let june_non_manager = crash(Version::C2024_06, 0, false);
+        assert_eq!(Finding::of(&june_non_manager), None);
+        assert_eq!(
+            Finding::of(&crash(Version::CV3, 0, false)),
+            Some(Finding::V3Zero)
+        );
+        // Mainline gives no descriptor without looking: never the finding.
+        assert_eq!(Finding::of(&crash(Version::CMainline, 0, true)), None);
+    }
+
+    #[test]
+    fn the_v3_threshold_is_equal_outcomes_with_different_capacities_only() {
+        let (v3, june) = (Version::CV3, Version::C2024_06);
+        let threshold = Some(Finding::V3Threshold);
+        assert_eq!(
+            Finding::of(&versus([v3, june], [Ok(33), Ok(33)], [64, 128])),
+            threshold
+        );
+        assert_eq!(
+            Finding::of(&versus([june, v3], [Ok(1), Ok(1)], [128, 64])),
+            threshold
+        );
+        // The versions differing on an outcome is another bug.
+        assert_eq!(
+            Finding::of(&versus([v3, june], [Ok(1), Ok(2)], [64, 64])),
+            None
+        );
+        assert_eq!(
+            Finding::of(&versus([v3, june], [Ok(1), Ok(2)], [64, 128])),
+            None
+        );
+        let enomem = Err(Error::NoMemory);
+        assert_eq!(
+            Finding::of(&versus([v3, june], [Ok(1), enomem], [64, 64])),
+            None
+        );
+        // A capacity difference between the Rust versions is not it either.
+        let (v1, mainline) = (Version::RustV1, Version::RustMainline);
+        assert_eq!(
+            Finding::of(&versus([v1, mainline], [Ok(3), Ok(3)], [64, 128])),
+            None
+        );
+    }
+
+    #[test]
+    fn the_rust_mismatch_is_mainlines_einval_beside_the_first_posting_only() {
+        let (v1, mainline) = (Version::RustV1, Version::RustMainline);
+        let einval = Err(Error::Mismatch { id: 32 });
+        let found = Some(Finding::RustMismatch);
+        assert_eq!(
+            Finding::of(&versus([v1, mainline], [Ok(65), einval], [128, 128])),
+            found
+        );
+        assert_eq!(
+            Finding::of(&versus([mainline, v1], [einval, Ok(65)], [128, 64])),
+            found
+        );
+        // Differing on anything else is another bug.
+        assert_eq!(
+            Finding::of(&versus([v1, mainline], [Ok(3), Ok(4)], [64, 64])),
+            None
+        );
+        let enomem = Err(Error::NoMemory);
+        assert_eq!(
+            Finding::of(&versus([v1, mainline], [Ok(3), enomem], [64, 64])),
+            None
+        );
+        // The first posting never fails with the mismatch's EINVAL.
+        assert_eq!(
+            Finding::of(&versus([v1, mainline], [einval, Ok(3)], [64, 64])),
+            None
+        );
+        // The same outcome on the C pair is not it.
+        let (v3, june) = (Version::CV3, Version::C2024_06);
+        assert_eq!(
+            Finding::of(&versus([v3, june], [einval, Ok(3)], [64, 64])),
+            None
+        );
+    }
+
+    #[test]
+    fn the_runners_fill_in_what_the_findings_are_told_by() {
+        // The regressions' programs, run: each failure is its finding.
+        let cases = [
+            (
+                "version c-2024-06\ninsert n1 manager\ninsert n6 manager\n",
+                Finding::Collision,
+            ),
+            (
+                "version c-v3\nversus c-2024-06\ninsert-many 65\ndrop-all lifo\n",
+                Finding::V3Threshold,
+            ),
+            (
+                "version rust-v1\nversus rust-mainline\ninsert-many 64\ncorrupt clear =cap/4\ninsert-many 1\n",
+                Finding::RustMismatch,
+            ),
+            (
+                "version c-v3\ninsert n0 manager\ndrop-all lifo\ninsert n6 manager\ninsert n17\n",
+                Finding::V3Zero,
+            ),
+            (
+                "version c-v3\ninsert n0 manager\ndrop-all lifo\ninsert n17\n",
+                Finding::V3Zero,
+            ),
+            (
+                "version c-v3\nversus c-2024-06\ncorrupt clear highest\ninsert n16\n\
+                 dec highest\ndec highest\ninsert-many 1\n",
+                Finding::V3Zero,
+            ),
+            (
+                "target concurrent_resize\npool dbitmap\nversion c-2024-06\nprefill 0\nkeep 1\n\
+                 thread insert n0 manager; insert n4 manager\nschedule\n",
+                Finding::Collision,
+            ),
+        ];
+        for (body, finding) in cases {
+            let text = if body.starts_with("target") {
+                format!("idpool-trace v1\n{body}")
+            } else {
+                format!("idpool-trace v1\ntarget handle_table\n{body}")
+            };
+            let trace = crate::trace::Trace::parse(&text).expect("a trace");
+            let failure = trace.check().expect_err("the finding");
+            assert_eq!(Finding::of(&failure), Some(finding), "{failure}");
+        }
+    }
+}
