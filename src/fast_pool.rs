@@ -298,12 +298,15 @@ impl FastPool {
 
     /// Releases `id`; an unused id or one outside the capacity is ignored.
     pub fn release_id(&mut self, id: usize) {
-        if !self.is_used(id) {
+        let len = self.store.len;
+        if id >= len {
             return;
         }
-        let len = self.store.len;
         let (w, bit) = (id / BITS, 1u64 << (id % BITS));
         let word = &mut self.store.used.get_mut()[w];
+        if *word & bit == 0 {
+            return;
+        }
         let was_full = *word == !0;
         *word &= !bit;
         self.count -= 1;
