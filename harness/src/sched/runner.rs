@@ -359,54 +359,49 @@ impl<'p, F: Design> Sim<'p, F> {
             running.op.step_unlocked(gfp);
         }
         self.finish_if_done(t)?;
-        self.observe();
+        self.observe(t, phase, capacity);
         Ok(())
     }
 
     /// Tells the fuzzer which abstract state the last step led to
-    /// ([`crate::feedback`]). The components, and why:
-    /// - the pool and its driver's version: each has its own protocol;
-    /// - the capacity and fill classes: the resize boundaries;
-    /// - the phase every thread is parked in (up to four threads): which
-    ///   windows are open at once is what this target is for;
-    /// - whether handle 0 is live: the context manager's descriptor.
-    fn observe(&self) {
-        let capacity = self.refs.pool().capacity();
-        let version = idpool::Version::ALL
-            .iter()
-            .position(|&v| v == self.program.version)
-            .unwrap_or(0) as u64;
-        let mut state = feedback::AbstractState::new("concurrent_resize")
+    /// ([`crate::feedback`]). This target is about what one thread does
+    /// while another holds a lock-drop window open, so the state is that
+    /// and nothing else:
+    /// - the pool: each design has its own protocol and windows;
+    /// - the phase of the step thread `t` just ran (`ran`);
+    /// - whether another thread holds a grow window open (between its grow
+    ///   request and its commit), and whether another holds a shrink
+    ///   window open: a step run inside a window is what can make the
+    ///   waiting resizer stale;
+    /// - whether the step moved the capacity: a commit that resized, which
+    ///   is what makes a pending resizer stale.
+    ///
+    /// Capacity and fill classes, the version and the phase of every
+    /// thread were components before: some 12^4 combinations hashed into
+    /// [`feedback::SLOTS`] edges, which rewarded libFuzzer for nearly every
+    /// input, grew the corpus by thousands of units a minute, and made the
+    /// planted stale-shrink bug c3 slower to find than with no state
+    /// feedback at all (README, "State feedback").
+    fn observe(&self, t: usize, ran: Phase, capacity_before: usize) {
+        let in_window = |phases: [Phase; 2]| {
+            self.threads.iter().enumerate().any(|(i, thread)| {
+                i != t
+                    && !thread.finished
+                    && thread
+                        .current
+                        .as_ref()
+                        .is_some_and(|r| phases.contains(&Phase::of(r.op.phase())))
+            })
+        };
+        let grow_open = in_window([Phase::GrowAlloc, Phase::GrowCommit]);
+        let shrink_open = in_window([Phase::ShrinkAlloc, Phase::ShrinkCommit]);
+        let resized = self.refs.pool().capacity() != capacity_before;
+        let state = feedback::AbstractState::new("concurrent_resize")
             .with(self.program.pool as u64, 8)
-            .with(version, 8)
-            .with(
-                feedback::capacity_class(capacity),
-                feedback::CAPACITY_CLASSES,
-            )
-            .with(
-                feedback::fill_class(self.model.handles.len(), capacity),
-                feedback::FILL_CLASSES,
-            )
-            .with(u64::from(self.model.handles.contains_key(&0)), 2);
-        for thread in self.threads.iter().take(4) {
-            let phase = match (&thread.current, thread.finished, thread.single.is_some()) {
-                (_, true, _) => 0,
-                (_, _, true) => 1,
-                (None, _, _) => 2,
-                (Some(running), _, _) => match Phase::of(running.op.phase()) {
-                    Phase::Start => 3,
-                    Phase::AllocRef => 4,
-                    Phase::Pick => 5,
-                    Phase::GrowAlloc => 6,
-                    Phase::GrowCommit => 7,
-                    Phase::ShrinkAlloc => 8,
-                    Phase::ShrinkCommit => 9,
-                    Phase::Done => 10,
-                    Phase::Other(_) => 11,
-                },
-            };
-            state = state.with(phase, 12);
-        }
+            .with(phase_class(ran), 12)
+            .with(u64::from(grow_open), 2)
+            .with(u64::from(shrink_open), 2)
+            .with(u64::from(resized), 2);
         feedback::observe(state);
     }
 
@@ -799,10 +794,18 @@ impl<'p, F: Design> Sim<'p, F> {
             let what = running.what;
             let capacity = self.refs.pool().capacity();
             if let Err(Error::KernelBug { id }) = actual {
+                // `expected` is still `None` when the crash comes before the
+                // operation's linearisation point: the model predicted no
+                // crash, and no outcome yet.
+                let expected = match running.expected {
+                    Some(outcome) => format!("{outcome:?}"),
+                    None => "no crash (the operation had not reached its \
+                             linearisation point)"
+                        .to_string(),
+                };
                 let text = format_args!(
                     "thread {t}'s {what:?}: kernel BUG() in binder_get_ref_for_node_olocked: \
-                     descriptor {id} is already in refs_by_desc; the model expected {:?}",
-                    running.expected
+                     descriptor {id} is already in refs_by_desc; the model expected {expected}"
                 );
                 let manager = matches!(what, ThreadOp::Insert { manager: true, .. });
                 let detail = check::Detail::Crash {
@@ -998,5 +1001,20 @@ fn mismatch_text(m: &Mismatch) -> String {
         Mismatch::PoolBits(diff) => {
             format!("the pool's bits differ from the model's (id, expected, actual): {diff:?}")
         }
+    }
+}
+
+/// A class number for each phase, for the state feedback.
+fn phase_class(phase: Phase) -> u64 {
+    match phase {
+        Phase::Start => 0,
+        Phase::AllocRef => 1,
+        Phase::Pick => 2,
+        Phase::GrowAlloc => 3,
+        Phase::GrowCommit => 4,
+        Phase::ShrinkAlloc => 5,
+        Phase::ShrinkCommit => 6,
+        Phase::Done => 7,
+        Phase::Other(_) => 8,
     }
 }
