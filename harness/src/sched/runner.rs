@@ -374,7 +374,9 @@ impl<'p, F: Design> Sim<'p, F> {
     ///   window open: a step run inside a window is what can make the
     ///   waiting resizer stale;
     /// - whether the step moved the capacity: a commit that resized, which
-    ///   is what makes a pending resizer stale.
+    ///   is what makes a pending resizer stale;
+    /// - whether handle 0 is live: the context manager's descriptor, which
+    ///   the historical C versions handed out without looking.
     ///
     /// Capacity and fill classes, the version and the phase of every
     /// thread were components before: some 12^4 combinations hashed into
@@ -398,6 +400,7 @@ impl<'p, F: Design> Sim<'p, F> {
         let resized = self.refs.pool().capacity() != capacity_before;
         let state = feedback::AbstractState::new("concurrent_resize")
             .with(self.program.pool as u64, 8)
+            .with(u64::from(self.model.handles.contains_key(&0)), 2)
             .with(phase_class(ran), 12)
             .with(u64::from(grow_open), 2)
             .with(u64::from(shrink_open), 2)
