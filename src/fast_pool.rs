@@ -253,6 +253,7 @@ impl FastPool {
     }
 
     /// The number of ids the pool can hold without growing.
+    #[inline]
     pub fn capacity(&self) -> usize {
         self.store.len
     }
@@ -263,6 +264,7 @@ impl FastPool {
     }
 
     /// Whether `id` is acquired; `false` outside the capacity.
+    #[inline]
     pub fn is_used(&self, id: usize) -> bool {
         id < self.store.len && self.store.used.get()[id / BITS] & (1 << (id % BITS)) != 0
     }
@@ -297,6 +299,7 @@ impl FastPool {
     }
 
     /// Releases `id`; an unused id or one outside the capacity is ignored.
+    #[inline]
     pub fn release_id(&mut self, id: usize) {
         let len = self.store.len;
         if id >= len {
@@ -401,6 +404,7 @@ impl FastPool {
     /// The shrink policy of [`IdPool::shrink_request`](crate::IdPool::shrink_request)
     /// in O(1): `None` at 64 ids or less, 64 when no id is used, `None` when
     /// an id `>= capacity / 4` is used, else `max(64, capacity / 2)`.
+    #[inline]
     pub fn shrink_request(&self) -> Option<FastRequest> {
         let cap = self.capacity();
         if cap <= MIN_CAPACITY {

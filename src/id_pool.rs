@@ -163,11 +163,13 @@ impl IdPool {
     }
 
     /// The number of ids the pool can hold without growing.
+    #[inline]
     pub fn capacity(&self) -> usize {
         self.map.len()
     }
 
     /// Whether `id` is acquired.
+    #[inline]
     pub fn is_used(&self, id: usize) -> bool {
         self.map.test_bit(id)
     }
@@ -187,6 +189,7 @@ impl IdPool {
 
     /// Releases `id`. It does not check that the id was acquired; an id
     /// outside the capacity is ignored, as [`Bitmap::clear_bit`] documents.
+    #[inline]
     pub fn release_id(&mut self, id: usize) {
         self.map.clear_bit(id);
     }
@@ -223,6 +226,7 @@ impl IdPool {
     /// - otherwise `max(64, capacity / 2)`.
     ///
     /// It looks for the highest set bit, so it costs O(capacity).
+    #[inline]
     pub fn shrink_request(&self) -> Option<ReallocRequest> {
         let cap = self.capacity();
         if cap <= MIN_CAPACITY {
