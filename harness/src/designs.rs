@@ -497,6 +497,16 @@ impl PoolApi for Twin {
                 diff(&fast, &main),
             );
         }
+        // `FastPool::count` is kept by every acquire, release and resize
+        // (IdPool has no such counter): it must be the number of ids used.
+        if self.fast.count() != main.len() {
+            self.note(
+                Check::UsedIds,
+                "count() against the used ids",
+                main.len(),
+                self.fast.count(),
+            );
+        }
         main
     }
     fn is_used(&self, id: usize) -> bool {
