@@ -206,23 +206,28 @@ impl Flavour for Shrinker {
     fn corrupt(&mut self, corruption: Corruption) {
         <IdPool as Flavour>::corrupt(&mut self.pool, corruption);
     }
-    fn find_unused(&mut self, start: u32, by_handle: &BTreeMap<u32, RefInfo>) -> Option<u32> {
-        <IdPool as Flavour>::find_unused(&mut self.pool, start, by_handle)
+    // The table drives the shrinker through its own public methods, as a
+    // user of `Shrinker` would, so that they are what the harness checks.
+    fn find_unused(&mut self, start: u32, _: &BTreeMap<u32, RefInfo>) -> Option<u32> {
+        // Dropping the `UnusedId` changes nothing; `acquire` below finds it
+        // again within the same critical section.
+        Shrinker::find_unused_id(self, start as usize).map(|id| id.as_u32())
     }
     fn acquire(&mut self, id: u32) {
-        <IdPool as Flavour>::acquire(&mut self.pool, id);
+        let got = Shrinker::find_unused_id(self, id as usize).map(|u| u.acquire());
+        debug_assert_eq!(got, Some(id as usize), "acquire of an id that was not free");
     }
     fn release(&mut self, id: u32) {
-        self.pool.release_id(id as usize);
+        Shrinker::release_id(self, id as usize);
     }
     fn grow_request(&self) -> Option<ReallocRequest> {
-        self.pool.grow_request()
+        Shrinker::grow_request(self)
     }
     fn realloc(request: &ReallocRequest, gfp: Gfp) -> Result<PoolResizer, AllocError> {
         request.realloc(gfp)
     }
     fn grow(&mut self, resizer: PoolResizer) {
-        self.pool.grow(resizer);
+        Shrinker::grow(self, resizer);
     }
     /// Always `None`: no shrink check on release.
     fn shrink_request(&self) -> Option<ReallocRequest> {
@@ -231,8 +236,6 @@ impl Flavour for Shrinker {
     fn shrink(&mut self, resizer: PoolResizer) {
         self.pool.shrink(resizer);
     }
-    // The table reads the shrinker through its own public reads, so that
-    // they are what the harness checks.
     fn capacity(&self) -> usize {
         Shrinker::capacity(self)
     }
