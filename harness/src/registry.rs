@@ -129,6 +129,12 @@ pub trait Target: Sync {
     fn sanitizer(&self) -> &'static str {
         "none"
     }
+    /// The longest input a hunt from an empty corpus tries
+    /// (`ci/history.sh`, libFuzzer's `-max_len`): long enough for a header
+    /// and the few operations that show a bug.
+    fn hunt_max_len(&self) -> usize {
+        256
+    }
     /// The engines that have glue for it.
     fn engines(&self) -> &'static [Engine] {
         &Engine::ALL

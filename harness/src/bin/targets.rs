@@ -11,8 +11,9 @@
 //! targets with glue for that engine, `--corpus` those with a corpus,
 //! `--sanitizer` those whose libFuzzer builds use that sanitizer,
 //! `--all` skips nothing. `--findings` prints instead the known upstream
-//! findings `ci/history.sh` hunts, one run per line: finding and target
-//! (`idpool_harness::history::Finding`).
+//! findings `ci/history.sh` hunts, one run per line: finding, target and
+//! the longest input the hunt tries (`idpool_harness::history::Finding`,
+//! `Target::hunt_max_len`).
 
 use idpool_harness::history::Finding;
 use idpool_harness::registry::Engine;
@@ -42,8 +43,15 @@ fn main() -> ExitCode {
             "--all" => all = true,
             "--findings" => {
                 for finding in Finding::ALL {
-                    for target in finding.hunted_by() {
-                        println!("{} {target}", finding.name());
+                    for &name in finding.hunted_by() {
+                        let Some(target) = TARGETS.iter().find(|t| t.name() == name) else {
+                            eprintln!(
+                                "targets: {} is hunted by {name}, which is not a target",
+                                finding.name()
+                            );
+                            return ExitCode::FAILURE;
+                        };
+                        println!("{} {name} {}", finding.name(), target.hunt_max_len());
                     }
                 }
                 return ExitCode::SUCCESS;
