@@ -52,7 +52,7 @@
 //! [`Shrinker::reclaim`].
 
 use crate::alloc::{AllocError, Corruption, Gfp};
-use crate::id_pool::{IdPool, PoolResizer, ReallocRequest, UnusedId, MIN_CAPACITY};
+use crate::id_pool::{IdPool, PoolResizer, ReallocRequest, MIN_CAPACITY};
 use crate::table::{Flavour, RefInfo};
 use std::collections::BTreeMap;
 
@@ -113,11 +113,6 @@ impl Shrinker {
     /// See [`IdPool::used_ids`].
     pub fn used_ids(&self) -> impl Iterator<Item = usize> + '_ {
         self.pool.used_ids()
-    }
-
-    /// See [`IdPool::find_unused_id`].
-    pub fn find_unused_id(&mut self, offset: usize) -> Option<UnusedId<'_>> {
-        self.pool.find_unused_id(offset)
     }
 
     /// Acquires the smallest free id `>= offset`, growing (with
@@ -206,17 +201,14 @@ impl Flavour for Shrinker {
     fn corrupt(&mut self, corruption: Corruption) {
         <IdPool as Flavour>::corrupt(&mut self.pool, corruption);
     }
-    // The table drives the shrinker through its own public methods, as a
-    // user of `Shrinker` would, so that they are what the harness checks.
-    fn find_unused(&mut self, start: u32, _: &BTreeMap<u32, RefInfo>) -> Option<u32> {
-        // Dropping the `UnusedId` changes nothing; `acquire` below finds it
-        // again within the same critical section.
-        Shrinker::find_unused_id(self, start as usize).map(|id| id.as_u32())
+    fn find_unused(&mut self, start: u32, by_handle: &BTreeMap<u32, RefInfo>) -> Option<u32> {
+        <IdPool as Flavour>::find_unused(&mut self.pool, start, by_handle)
     }
     fn acquire(&mut self, id: u32) {
-        let got = Shrinker::find_unused_id(self, id as usize).map(|u| u.acquire());
-        debug_assert_eq!(got, Some(id as usize), "acquire of an id that was not free");
+        <IdPool as Flavour>::acquire(&mut self.pool, id);
     }
+    // The rest goes through the shrinker's own public methods, as a user
+    // of `Shrinker` would, so that they are what the harness checks.
     fn release(&mut self, id: u32) {
         Shrinker::release_id(self, id as usize);
     }
