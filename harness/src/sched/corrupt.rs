@@ -36,6 +36,7 @@ use super::CorruptBit;
 use crate::history::{Reaction, Rules};
 use crate::model::HandleModel;
 use idpool::{Corruption, Error, NodeId, Warning};
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 /// The pool's bits after a corruption, and the warnings the model expects.
@@ -280,12 +281,27 @@ impl CorruptBits {
             return None;
         }
         let compared = |id: &u32| !(self.rules.bit_zero_reserved && *id == 0);
-        let only_in_pool: Vec<u32> = (bits.iter().copied())
-            .filter(|id| compared(id) && !model.handles.contains_key(id))
-            .collect();
-        let only_in_tree: Vec<u32> = (model.handles.keys().copied())
-            .filter(|id| compared(id) && !bits.contains(id))
-            .collect();
+        // Both sets ascend: one walk beside the other (a lookup per id in
+        // the other set cost a sixth of every full check after a corruption).
+        let mut pool = bits.iter().copied().filter(compared).peekable();
+        let mut tree = model.handles.keys().copied().filter(compared).peekable();
+        let (mut only_in_pool, mut only_in_tree) = (Vec::new(), Vec::new());
+        loop {
+            let order = match (pool.peek(), tree.peek()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(p), Some(t)) => p.cmp(t),
+            };
+            match order {
+                Ordering::Less => only_in_pool.extend(pool.next()),
+                Ordering::Greater => only_in_tree.extend(tree.next()),
+                Ordering::Equal => {
+                    pool.next();
+                    tree.next();
+                }
+            }
+        }
         (!only_in_pool.is_empty() || !only_in_tree.is_empty())
             .then_some((only_in_pool, only_in_tree))
     }
