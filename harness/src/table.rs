@@ -1200,9 +1200,7 @@ fn run_request(
         _ => false,
     };
     let expected = match request {
-        Request::Insert { node, is_manager } => {
-            model.insert(node, is_manager, hint, events)
-        }
+        Request::Insert { node, is_manager } => model.insert(node, is_manager, hint, events),
         Request::Increment(h) => model.increment(h),
         Request::Decrement(h) => model.decrement(h, events),
     };
