@@ -9,9 +9,10 @@
 //! the model's idea of it ([`Expected`]): for `handle_table`, the table
 //! model's own record of the pool's bits, which knows the version's
 //! reserved bit 0 and the corruptions injected
-//! (`TableModel::expects_bit` in [`crate::table`]); for
-//! `concurrent_resize`, which injects none, the live handles and the
-//! version's reserved bit 0 ([`handles_of`]).
+//! (`TableModel::expected_bits` in [`crate::table`]); for
+//! `concurrent_resize`, the live handles and the version's reserved bit 0
+//! ([`handles_of`]), or once a corruption changed a bit, the scheduler's
+//! record of the bits (`sched::corrupt`).
 //!
 //! Which ids: every id a step touched, the boundaries (0, 1, the last id of
 //! the capacity and the one past it, the highest live handle and the one
@@ -136,10 +137,34 @@ impl Probe {
 /// An id whose bit differs from the model's: (id, expected, actual).
 pub type BitDiff = (usize, bool, bool);
 
-/// The model's idea of one id's bit: `Some(set)`, or `None` where the
+/// The model's idea of each id's bit, asked in ascending order of id (a
+/// [`Probe`] reads its ids ascending): `Some(set)`, or `None` where the
 /// model cannot say (that id is not compared). An id above `u32::MAX` is
-/// never a handle: expected clear.
-pub type Expected<'a> = &'a dyn Fn(u32) -> Option<bool>;
+/// never a handle: expected clear, and not asked.
+///
+/// Stateful, so that the model's sorted record is walked once beside the
+/// ids ([`ascending`]) instead of searched once per id.
+pub type Expected<'a> = &'a mut dyn FnMut(u32) -> Option<bool>;
+
+/// Whether each id is in `members`, both ascending: one walk beside the
+/// ids asked, in O(1) amortised per id.
+///
+/// # Panics
+///
+/// With debug assertions, when an id is asked below the one before it.
+pub fn ascending(members: impl Iterator<Item = u32>) -> impl FnMut(u32) -> bool {
+    let mut rest = members.peekable();
+    let mut asked = None;
+    move |id| {
+        debug_assert!(
+            asked.is_none_or(|before| before <= id),
+            "ids asked out of order: {id} after {asked:?}"
+        );
+        asked = Some(id);
+        while rest.next_if(|&m| m < id).is_some() {}
+        rest.peek() == Some(&id)
+    }
+}
 
 /// What `concurrent_resize`'s model expects of the bits of a table of
 /// `version`: the live handles, and bit 0 where the version reserves it
@@ -147,12 +172,13 @@ pub type Expected<'a> = &'a dyn Fn(u32) -> Option<bool>;
 /// descriptor 0 is released (the C v3 posting, [`history::rules`]) has a
 /// bit 0 that depends on the history of descriptor 0, which this model
 /// does not keep: bit 0 is not compared there.
-pub fn handles_of(model: &HandleModel, version: Version) -> impl Fn(u32) -> Option<bool> + '_ {
+pub fn handles_of(model: &HandleModel, version: Version) -> impl FnMut(u32) -> Option<bool> + '_ {
     let rules = history::rules(version);
+    let mut live = ascending(model.handles.keys().copied());
     move |id| match id {
         0 if rules.bit_zero_reserved && rules.bit_zero_kept_on_release => Some(true),
         0 if rules.bit_zero_reserved => None,
-        id => Some(model.expects_bit(id)),
+        id => Some(live(id)),
     }
 }
 
@@ -196,13 +222,36 @@ pub fn compare_refs<F: idpool::Flavour + PoolBits>(
     model: &HandleModel,
     probe: &Probe,
 ) -> Result<(), Vec<BitDiff>> {
-    compare(refs.pool(), &handles_of(model, refs.version()), probe)
+    compare(refs.pool(), &mut handles_of(model, refs.version()), probe)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use idpool::{Faults, Request};
+    use std::collections::BTreeSet;
+
+    /// The walk answers as a lookup would, for ascending ids with gaps,
+    /// repeats, and ids past the last member.
+    #[test]
+    fn ascending_agrees_with_a_lookup() {
+        let members: BTreeSet<u32> = [0, 3, 4, 9, 64, 65, 1000].into();
+        let mut walk = ascending(members.iter().copied());
+        for id in [
+            0, 0, 1, 3, 4, 5, 9, 10, 63, 64, 65, 66, 999, 1000, 1001, 5000,
+        ] {
+            assert_eq!(walk(id), members.contains(&id), "id {id}");
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "ids asked out of order: 2 after Some(5)")]
+    fn ascending_refuses_ids_out_of_order() {
+        let mut walk = ascending([1, 2, 5].into_iter());
+        walk(5);
+        walk(2);
+    }
 
     #[test]
     fn a_cleared_bit_behind_the_tables_back_is_found() {

@@ -70,14 +70,6 @@ impl HandleModel {
         Ok(true)
     }
 
-    /// Whether the pool's bit for `id` should be set when the pool's bits
-    /// are the live handles, as [`crate::bits`] reads them one id at a
-    /// time. (The table model keeps its own record of the bits, which
-    /// knows the reserved bit 0 and the injected corruptions.)
-    pub fn expects_bit(&self, id: u32) -> bool {
-        self.handles.contains_key(&id)
-    }
-
     /// The highest live handle.
     pub fn highest(&self) -> Option<u32> {
         self.handles.keys().next_back().copied()

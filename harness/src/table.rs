@@ -563,24 +563,25 @@ impl TableModel {
         self.refs.increment(handle)
     }
 
-    /// What the pool's bit for `id` should read, one id at a time
-    /// ([`crate::bits`]): the model's record of the bits where the pool
+    /// What the pool's bits should read, one id at a time, ids asked
+    /// ascending ([`crate::bits::Expected`]): the model's record of the bits where the pool
     /// keeps them (the reserved bit 0 and the corruptions included, so a
     /// corruption is expected, not a finding); the live handles for the
     /// augmented tree, whose record of its ids is the tree; `None` where
     /// nothing is kept (the linear scan, a disabled dbitmap).
-    fn expects_bit(&self, id: u32) -> Option<bool> {
+    fn expected_bits(&self) -> Box<dyn FnMut(u32) -> Option<bool> + '_> {
         if !self.knows_bits() {
-            return None;
+            return Box::new(|_| None);
         }
-        if self.has_bits() {
-            Some(self.bits.contains(&id))
+        let mut set: Box<dyn FnMut(u32) -> bool> = if self.has_bits() {
+            Box::new(bits::ascending(self.bits.iter().copied()))
         } else {
-            Some(self.refs.expects_bit(id))
-        }
+            Box::new(bits::ascending(self.refs.handles.keys().copied()))
+        };
+        Box::new(move |id| Some(set(id)))
     }
 
-    /// Whether [`TableModel::expects_bit`] says anything of any id: the
+    /// Whether [`TableModel::expected_bits`] says anything of any id: the
     /// pool keeps bits, or the tree its ids.
     fn knows_bits(&self) -> bool {
         self.has_bits() || self.id_limit.is_some()
@@ -1294,7 +1295,7 @@ fn check_bits(
 ) -> Checked {
     let name = table.name();
     table
-        .compare_bits(&|id| model.expects_bit(id), probe)
+        .compare_bits(&mut model.expected_bits(), probe)
         .map_err(|diff| {
             at.failure(
                 Check::PoolBits,
@@ -1525,15 +1526,18 @@ mod tests {
         assert_eq!(table.run(Request::Increment(1)), model.increment(1));
         let probe = Probe::everything_of(table.capacity(), &model.refs);
         let pool = table.refs().pool();
-        let expected = |id| model.expects_bit(id);
-        assert_eq!(bits::compare(pool, &expected, &probe), Ok(()));
+        assert_eq!(
+            bits::compare(pool, &mut model.expected_bits(), &probe),
+            Ok(())
+        );
+        let mut expected = model.expected_bits();
         assert_eq!(
             (expected(0), expected(2), expected(9)),
             (Some(true), Some(false), Some(true))
         );
-        let live_only = |id| Some(model.refs.handles.contains_key(&id));
+        let mut live_only = |id| Some(model.refs.handles.contains_key(&id));
         assert_eq!(
-            bits::compare(pool, &live_only, &probe),
+            bits::compare(pool, &mut live_only, &probe),
             Err(vec![(0, false, true), (2, true, false), (9, false, true)])
         );
     }
@@ -1606,10 +1610,10 @@ mod tests {
         let probe = Probe::everything_of(64, &tree_model.refs);
         // The model holds no handle: the tree's id 1 is a difference.
         assert_eq!(
-            bits::compare(tree.refs().pool(), &|id| tree_model.expects_bit(id), &probe),
+            bits::compare(tree.refs().pool(), &mut tree_model.expected_bits(), &probe),
             Err(vec![(1, false, true)])
         );
-        assert_eq!(scan_model.expects_bit(1), None);
+        assert_eq!(scan_model.expected_bits()(1), None);
     }
 
     /// Operations from their trace text, one a line.

@@ -9,7 +9,7 @@
 //! bits are kept here as a set, updated at every critical section as the
 //! version's rules say ([`crate::history::Rules`]), and the model follows
 //! the same rules the `handle_table` model states for a corrupted pool
-//! (`TableModel::insert`, `TableModel::taken`, `TableModel::expects_bit`,
+//! (`TableModel::insert`, `TableModel::taken`, `TableModel::expected_bits`,
 //! `TableModel::expected_disagreement` in [`crate::table`]):
 //!
 //! - the pool offers the smallest id at or above the search start whose
@@ -33,6 +33,7 @@
 //! disagreement must be exactly the one this record predicts.
 
 use super::CorruptBit;
+use crate::bits;
 use crate::history::{Reaction, Rules};
 use crate::model::HandleModel;
 use idpool::{Corruption, Error, NodeId, Warning};
@@ -153,14 +154,16 @@ impl CorruptBits {
         (self.bits.as_ref()).map(|b| b.last().map(|&b| b as usize))
     }
 
-    /// The bit the model expects for `id`, once active, on a pool of `cap`
-    /// ids (0: none kept, nothing compared).
-    pub(super) fn expects_bit(&self, id: u32, cap: usize) -> Option<bool> {
-        match &self.bits {
+    /// The bits the model expects, once active, on a pool of `cap` ids
+    /// (0: none kept, nothing compared), asked in ascending order
+    /// ([`crate::bits::Expected`]).
+    pub(super) fn expected_bits(&self, cap: usize) -> impl FnMut(u32) -> Option<bool> + '_ {
+        let mut record = match &self.bits {
             Some(_) if cap == 0 || !self.has_map => None,
-            Some(bits) => Some(bits.contains(&id)),
+            Some(bits) => Some(bits::ascending(bits.iter().copied())),
             None => unreachable!("asked only while active"),
-        }
+        };
+        move |id| record.as_mut().map(|set| set(id))
     }
 
     /// The last reference of `handle` was dropped: its bit is cleared
