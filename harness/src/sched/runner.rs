@@ -700,9 +700,9 @@ impl<'p, F: Design> Sim<'p, F> {
             return Err(self.failure(Check::ByHandle, what.kind(), Some(phase), after, text));
         }
         self.check_warnings(t, what, phase, after)?;
-        // A corruption's own section compares everything: the model's
-        // record of the bits against the pool's, as the corruption left them.
-        let compared = match self.full_due(false) || matches!(what, ThreadOp::Corrupt(_)) {
+        // After a corruption, everything (the corruption's own section
+        // included).
+        let compared = match self.full_due(false) || self.corrupt.active() {
             true => self.compare_whole(&Probe::everything_of(after, &self.model)),
             false => self
                 .compare_bits(&Probe::boundaries(after, &self.model))
@@ -748,13 +748,8 @@ impl<'p, F: Design> Sim<'p, F> {
         let running = self.threads[t].current.as_ref().expect("runnable");
         let what = running.what;
         let handles = self.refs.by_handle().len();
-        // After a corruption the full check keeps its schedule: the
-        // touched ids and the boundaries are read against the corruption's
-        // record at every release ([`Sim::compare_bits`]), and the whole
-        // table (with the disagreement the record predicts) at commits,
-        // every FULL_CHECK_EVERY releases and the end. (Every release
-        // compared it whole once: half of the target's time.)
-        let full = self.full_due(phase.is_commit());
+        // After a corruption, everything at every release.
+        let full = self.full_due(phase.is_commit()) || self.corrupt.active();
         let mut probe = Probe::boundaries(capacity, &self.model);
         match running.op.request() {
             Request::Increment(h) | Request::Decrement(h) => {
