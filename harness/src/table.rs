@@ -907,11 +907,23 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
                     outcomes.push(None);
                     continue;
                 }
-                let outcome =
-                    run_request(&at, table.as_mut(), model, request, hint, &of, &mut events);
+                let outcome = run_request(
+                    &at,
+                    table.as_mut(),
+                    model,
+                    request,
+                    hint,
+                    &of,
+                    &mut touched,
+                    &mut events,
+                );
                 outcomes.push(retired.of_side(s, involving(s), outcome)?);
             }
-            touched.extend(outcomes.iter().filter_map(|o| o.and_then(|o| o.ok())));
+            touched.extend(outcomes.iter().flatten().filter_map(|o| match *o {
+                // The ids a corrupted pool offered and the model took.
+                Ok(id) | Err(Error::Mismatch { id }) | Err(Error::KernelBug { id }) => Some(id),
+                _ => None,
+            }));
             // Once the process is dead the drivers differ (C still inserts).
             let dead = tables[0].1.dead;
             let live: Vec<usize> = (0..FLAVOURS).filter(|&s| outcomes[s].is_some()).collect();
@@ -1182,7 +1194,11 @@ fn apply_direct(
     Ok(false)
 }
 
-/// Runs one request on one flavour and its model, and compares.
+/// Runs one request on one flavour and its model, and compares. The ids
+/// of the mismatches the model warned of (a corrupted pool offered a live
+/// handle's id, and the version took its bit) go to `touched`: their bits
+/// are read after the step like those of the handles it gave.
+#[allow(clippy::too_many_arguments)]
 fn run_request(
     at: &At<'_, TableOp>,
     table: &mut dyn AnyTable,
@@ -1190,6 +1206,7 @@ fn run_request(
     request: Request,
     hint: &mut u32,
     of: &InBulk,
+    touched: &mut Vec<u32>,
     events: &mut Events,
 ) -> Checked<Result<u32, Error>> {
     // Only a *new* handle must avoid 0: an existing node keeps
@@ -1251,11 +1268,15 @@ fn run_request(
         expected,
         actual,
     )?;
+    let warned = std::mem::take(&mut model.warnings);
+    touched.extend(warned.iter().map(|w| match *w {
+        Warning::Mismatch { id, .. } => id,
+    }));
     at.compare(
         Check::Warning,
         Some(name),
         format_args!("{name}: warnings{of}"),
-        std::mem::take(&mut model.warnings),
+        warned,
         table.drain_warnings(),
     )?;
     at.compare(
