@@ -22,6 +22,7 @@
 use crate::history;
 use crate::model::HandleModel;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, NodeRefs, Shrinker, Version};
+use std::collections::BTreeSet;
 
 /// The narrowest public read of a pool's record of used ids.
 pub trait PoolBits {
@@ -166,6 +167,28 @@ pub fn ascending(members: impl Iterator<Item = u32>) -> impl FnMut(u32) -> bool 
     }
 }
 
+/// The pool/`by_handle` disagreement a table's invariant check must
+/// report when the pool's bits are `bits` and the live handles `model`'s:
+/// (set in the pool only, in `by_handle` only), bit 0 left out where
+/// `zero_reserved` (the reserved bit is no handle); `None` when they agree.
+/// Shared by `handle_table`'s model and the scheduler's corruption record.
+pub fn disagreement(
+    bits: &BTreeSet<u32>,
+    model: &HandleModel,
+    zero_reserved: bool,
+) -> Option<(Vec<u32>, Vec<u32>)> {
+    let compared = |id: &u32| !(zero_reserved && *id == 0);
+    let mut in_tree = ascending(model.handles.keys().copied());
+    let only_in_pool: Vec<u32> = (bits.iter().copied())
+        .filter(|id| compared(id) && !in_tree(*id))
+        .collect();
+    let mut in_pool = ascending(bits.iter().copied());
+    let only_in_tree: Vec<u32> = (model.handles.keys().copied())
+        .filter(|id| compared(id) && !in_pool(*id))
+        .collect();
+    (!only_in_pool.is_empty() || !only_in_tree.is_empty()).then_some((only_in_pool, only_in_tree))
+}
+
 /// What `concurrent_resize`'s model expects of the bits of a table of
 /// `version`: the live handles, and bit 0 where the version reserves it
 /// for the context manager. A version that reserves it and clears it when
@@ -229,7 +252,6 @@ pub fn compare_refs<F: idpool::Flavour + PoolBits>(
 mod tests {
     use super::*;
     use idpool::{Faults, Request};
-    use std::collections::BTreeSet;
 
     /// The walk answers as a lookup would, for ascending ids with gaps,
     /// repeats, and ids past the last member.
@@ -242,6 +264,20 @@ mod tests {
         ] {
             assert_eq!(walk(id), members.contains(&id), "id {id}");
         }
+    }
+
+    /// Both sides of a disagreement, bit 0 left out only where reserved.
+    #[test]
+    fn disagreement_names_each_side() {
+        let mut model = HandleModel::default();
+        for (node, h) in [(1, 0), (2, 2), (3, 5)] {
+            model.add(node, h);
+        }
+        let bits: BTreeSet<u32> = [0, 2, 3].into();
+        assert_eq!(disagreement(&bits, &model, false), Some((vec![3], vec![5])));
+        let bits: BTreeSet<u32> = [2, 5].into();
+        assert_eq!(disagreement(&bits, &model, true), None);
+        assert_eq!(disagreement(&bits, &model, false), Some((vec![], vec![0])));
     }
 
     #[test]

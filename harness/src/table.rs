@@ -569,16 +569,14 @@ impl TableModel {
     /// corruption is expected, not a finding); the live handles for the
     /// augmented tree, whose record of its ids is the tree; `None` where
     /// nothing is kept (the linear scan, a disabled dbitmap).
-    fn expected_bits(&self) -> Box<dyn FnMut(u32) -> Option<bool> + '_> {
-        if !self.knows_bits() {
-            return Box::new(|_| None);
-        }
-        let mut set: Box<dyn FnMut(u32) -> bool> = if self.has_bits() {
-            Box::new(bits::ascending(self.bits.iter().copied()))
+    fn expected_bits(&self) -> impl FnMut(u32) -> Option<bool> + '_ {
+        let record: Box<dyn Iterator<Item = u32>> = if self.has_bits() {
+            Box::new(self.bits.iter().copied())
         } else {
-            Box::new(bits::ascending(self.refs.handles.keys().copied()))
+            Box::new(self.refs.handles.keys().copied())
         };
-        Box::new(move |id| Some(set(id)))
+        let (knows, mut set) = (self.knows_bits(), bits::ascending(record));
+        move |id| knows.then(|| set(id))
     }
 
     /// Whether [`TableModel::expected_bits`] says anything of any id: the
@@ -594,39 +592,7 @@ impl TableModel {
         if !self.has_bits() {
             return None;
         }
-        let compared = |id: &u32| !(self.rules.bit_zero_reserved && *id == 0);
-        // Both sets are walked once, side by side in ascending order (a
-        // lookup per id in the other set made this a hot spot of every
-        // full check).
-        let mut pool = self.bits.iter().copied().filter(compared).peekable();
-        let mut tree = self
-            .refs
-            .handles
-            .keys()
-            .copied()
-            .filter(compared)
-            .peekable();
-        let (mut only_in_pool, mut only_in_tree) = (Vec::new(), Vec::new());
-        loop {
-            match (pool.peek().copied(), tree.peek().copied()) {
-                (None, None) => break,
-                (Some(p), Some(t)) if p == t => {
-                    pool.next();
-                    tree.next();
-                }
-                (Some(p), t) if t.is_none_or(|t| p < t) => {
-                    only_in_pool.push(p);
-                    pool.next();
-                }
-                (_, Some(t)) => {
-                    only_in_tree.push(t);
-                    tree.next();
-                }
-                (Some(_), None) => unreachable!("taken by the arm above"),
-            }
-        }
-        (!only_in_pool.is_empty() || !only_in_tree.is_empty())
-            .then_some((only_in_pool, only_in_tree))
+        bits::disagreement(&self.bits, &self.refs, self.rules.bit_zero_reserved)
     }
 
     fn resolve(&self, sel: HandleSel) -> u32 {

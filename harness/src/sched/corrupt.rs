@@ -37,7 +37,6 @@ use crate::bits;
 use crate::history::{Reaction, Rules};
 use crate::model::HandleModel;
 use idpool::{Corruption, Error, NodeId, Warning};
-use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 /// The pool's bits after a corruption, and the warnings the model expects.
@@ -283,30 +282,7 @@ impl CorruptBits {
         if !self.has_map || cap == 0 {
             return None;
         }
-        let compared = |id: &u32| !(self.rules.bit_zero_reserved && *id == 0);
-        // Both sets ascend: one walk beside the other (a lookup per id in
-        // the other set cost a sixth of every full check after a corruption).
-        let mut pool = bits.iter().copied().filter(compared).peekable();
-        let mut tree = model.handles.keys().copied().filter(compared).peekable();
-        let (mut only_in_pool, mut only_in_tree) = (Vec::new(), Vec::new());
-        loop {
-            let order = match (pool.peek(), tree.peek()) {
-                (None, None) => break,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some(p), Some(t)) => p.cmp(t),
-            };
-            match order {
-                Ordering::Less => only_in_pool.extend(pool.next()),
-                Ordering::Greater => only_in_tree.extend(tree.next()),
-                Ordering::Equal => {
-                    pool.next();
-                    tree.next();
-                }
-            }
-        }
-        (!only_in_pool.is_empty() || !only_in_tree.is_empty())
-            .then_some((only_in_pool, only_in_tree))
+        bits::disagreement(bits, model, self.rules.bit_zero_reserved)
     }
 }
 
