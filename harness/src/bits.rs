@@ -9,7 +9,7 @@
 //! the model's idea of it ([`Expected`]): for `handle_table`, the table
 //! model's own record of the pool's bits, which knows the version's
 //! reserved bit 0 and the corruptions injected
-//! (`TableModel::expected_bits` in [`crate::table`]); for
+//! (`TableModel::compare_bits` in [`crate::table`]); for
 //! `concurrent_resize`, the live handles and the version's reserved bit 0
 //! ([`handles_of`]), or once a corruption changed a bit, the scheduler's
 //! record of the bits (`sched::corrupt`).
@@ -23,6 +23,7 @@ use crate::history;
 use crate::model::HandleModel;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, NodeRefs, Shrinker, Version};
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 
 /// The narrowest public read of a pool's record of used ids.
 pub trait PoolBits {
@@ -122,7 +123,9 @@ impl Probe {
         probe
     }
 
-    fn ids(&self) -> impl Iterator<Item = usize> + '_ {
+    /// The ids to read, ascending, as runs: every id below `all_below`,
+    /// then each other id alone.
+    fn runs(&self) -> impl Iterator<Item = core::ops::Range<usize>> + '_ {
         let mut above: Vec<usize> = self
             .ids
             .iter()
@@ -131,21 +134,56 @@ impl Probe {
             .collect();
         above.sort_unstable();
         above.dedup();
-        (0..self.all_below).chain(above)
+        let below = (self.all_below > 0).then_some(0..self.all_below);
+        below
+            .into_iter()
+            .chain(above.into_iter().map(|id| id..id + 1))
     }
 }
 
 /// An id whose bit differs from the model's: (id, expected, actual).
 pub type BitDiff = (usize, bool, bool);
 
-/// The model's idea of each id's bit, asked in ascending order of id (a
-/// [`Probe`] reads its ids ascending): `Some(set)`, or `None` where the
-/// model cannot say (that id is not compared). An id above `u32::MAX` is
-/// never a handle: expected clear, and not asked.
+/// The model's idea of the pool's bits: set exactly at the ids of `set`
+/// (ascending), clear everywhere else, except bit 0 where `zero` says
+/// otherwise. An id above `u32::MAX` is never a handle: expected clear.
 ///
-/// Stateful, so that the model's sorted record is walked once beside the
-/// ids ([`ascending`]) instead of searched once per id.
-pub type Expected<'a> = &'a mut dyn FnMut(u32) -> Option<bool>;
+/// A record, not a question asked per id: [`compare`] walks it once beside
+/// the ids it reads, so an id in a gap between two members costs one read
+/// of the pool and nothing of the model (asking the model once per id was
+/// a quarter of `handle_table`'s time from an empty corpus, where tables
+/// started from high handles have long empty stretches).
+#[derive(Clone, Debug)]
+pub struct Expected<I> {
+    set: I,
+    zero: Zero,
+}
+
+/// What the model expects of bit 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zero {
+    /// What the record says, like any other id.
+    AsRecorded,
+    /// Set, whatever the record says (a reserved bit that stays set).
+    Set,
+    /// Not compared: the model cannot say.
+    Unknown,
+}
+
+impl<I: Iterator<Item = u32>> Expected<I> {
+    /// Set exactly at `set`'s ids, which must be ascending.
+    pub fn exactly(set: I) -> Self {
+        Expected {
+            set,
+            zero: Zero::AsRecorded,
+        }
+    }
+
+    /// The same record, with bit 0 read as `zero` says.
+    pub fn with_zero(self, zero: Zero) -> Self {
+        Expected { zero, ..self }
+    }
+}
 
 /// Whether each id is in `members`, both ascending: one walk beside the
 /// ids asked, in O(1) amortised per id.
@@ -195,42 +233,70 @@ pub fn disagreement(
 /// descriptor 0 is released (the C v3 posting, [`history::rules`]) has a
 /// bit 0 that depends on the history of descriptor 0, which this model
 /// does not keep: bit 0 is not compared there.
-pub fn handles_of(model: &HandleModel, version: Version) -> impl FnMut(u32) -> Option<bool> + '_ {
+pub fn handles_of(
+    model: &HandleModel,
+    version: Version,
+) -> Expected<impl Iterator<Item = u32> + '_> {
     let rules = history::rules(version);
-    let mut live = ascending(model.handles.keys().copied());
-    move |id| match id {
-        0 if rules.bit_zero_reserved && rules.bit_zero_kept_on_release => Some(true),
-        0 if rules.bit_zero_reserved => None,
-        id => Some(live(id)),
-    }
+    let zero = match (rules.bit_zero_reserved, rules.bit_zero_kept_on_release) {
+        (true, true) => Zero::Set,
+        (true, false) => Zero::Unknown,
+        (false, _) => Zero::AsRecorded,
+    };
+    Expected::exactly(model.handles.keys().copied()).with_zero(zero)
 }
 
 /// Compares the bits `probe` names with the model's expectation: up to
 /// six differences, or `Ok` (also when the pool keeps no record).
-pub fn compare(
-    pool: &dyn PoolBits,
-    expected: Expected<'_>,
+///
+/// The probe's ids are read ascending beside the record's members: each
+/// run of ids up to the next member is expected clear, the member set.
+pub fn compare<P: PoolBits + ?Sized>(
+    pool: &P,
+    expected: Expected<impl Iterator<Item = u32>>,
     probe: &Probe,
 ) -> Result<(), Vec<BitDiff>> {
+    let Expected { set, zero } = expected;
+    let mut members = set.map(|m| m as usize).peekable();
     let mut diff = Vec::new();
-    for id in probe.ids() {
-        let Some(actual) = pool.bit(id) else {
-            return Ok(());
+    // Reads `id`, expected `want` (`None`: not compared); `Break` when
+    // the pool keeps no record or six differences are in.
+    let mut read = |id: usize, want: bool| -> ControlFlow<()> {
+        let want = match (id, zero) {
+            (0, Zero::Set) => true,
+            (0, Zero::Unknown) => return ControlFlow::Continue(()),
+            _ => want,
         };
-        let expected = match u32::try_from(id) {
-            Ok(id) => expected(id),
-            Err(_) => Some(false),
-        };
-        let Some(expected) = expected else {
-            continue;
-        };
-        if actual != expected {
-            diff.push((id, expected, actual));
-            if diff.len() == 6 {
-                break;
+        match pool.bit(id) {
+            None => {
+                diff.clear();
+                ControlFlow::Break(())
             }
+            Some(actual) if actual != want => {
+                diff.push((id, want, actual));
+                if diff.len() == 6 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }
+            Some(_) => ControlFlow::Continue(()),
         }
-    }
+    };
+    let _ = probe.runs().try_for_each(|run| {
+        let mut id = run.start;
+        while id < run.end {
+            while members.next_if(|&m| m < id).is_some() {}
+            let member = members.peek().copied().filter(|&m| m < run.end);
+            for clear in id..member.unwrap_or(run.end) {
+                read(clear, false)?;
+            }
+            let Some(member) = member else { break };
+            read(member, true)?;
+            id = member + 1;
+        }
+        ControlFlow::Continue(())
+    });
     if diff.is_empty() {
         Ok(())
     } else {
@@ -245,7 +311,7 @@ pub fn compare_refs<F: idpool::Flavour + PoolBits>(
     model: &HandleModel,
     probe: &Probe,
 ) -> Result<(), Vec<BitDiff>> {
-    compare(refs.pool(), &mut handles_of(model, refs.version()), probe)
+    compare(refs.pool(), handles_of(model, refs.version()), probe)
 }
 
 #[cfg(test)]
@@ -263,6 +329,71 @@ mod tests {
             0, 0, 1, 3, 4, 5, 9, 10, 63, 64, 65, 66, 999, 1000, 1001, 5000,
         ] {
             assert_eq!(walk(id), members.contains(&id), "id {id}");
+        }
+    }
+
+    /// A pool that is a set of ids, for reading [`compare`] against.
+    struct SetPool(BTreeSet<usize>);
+
+    impl PoolBits for SetPool {
+        fn bit(&self, id: usize) -> Option<bool> {
+            Some(self.0.contains(&id))
+        }
+    }
+
+    /// What [`compare`] must answer, stated per id: every id of the probe
+    /// in ascending order, its expected bit looked up in the record.
+    fn naive(pool: &SetPool, record: &BTreeSet<u32>, zero: Zero, ids: &[usize]) -> Vec<BitDiff> {
+        let mut diff = Vec::new();
+        for &id in ids {
+            let want = match (id, zero) {
+                (0, Zero::Set) => true,
+                (0, Zero::Unknown) => continue,
+                _ => u32::try_from(id).is_ok_and(|id| record.contains(&id)),
+            };
+            let actual = pool.0.contains(&id);
+            if actual != want {
+                diff.push((id, want, actual));
+            }
+        }
+        diff.truncate(6);
+        diff
+    }
+
+    /// The walk beside the record's members finds exactly the differences
+    /// a per-id lookup finds: members at the edges of the read range,
+    /// beyond it, ids read alone above it, bit 0 forced or skipped, and
+    /// an id above `u32::MAX`.
+    #[test]
+    fn compare_agrees_with_a_lookup_per_id() {
+        let record: BTreeSet<u32> = [0, 1, 5, 63, 64, 100, 1000].into();
+        let pools: [&[usize]; 4] = [
+            &[0, 1, 5, 63, 64, 100, 1000],
+            &[1, 5, 6, 63, 101, 1000, 1 << 33],
+            &[],
+            &[0, 2, 3, 4, 7, 8, 9, 10, 11, 12, 64],
+        ];
+        for ids in pools {
+            let pool = SetPool(ids.iter().copied().collect());
+            for below in [0, 1, 5, 6, 64, 65, 101] {
+                for zero in [Zero::AsRecorded, Zero::Set, Zero::Unknown] {
+                    let mut probe = Probe::default();
+                    if below > 0 {
+                        probe.everything(below - 1, &HandleModel::default());
+                    }
+                    for id in [3, 64, 100, 1000, 1001, 1 << 33] {
+                        probe.ids.push(id);
+                    }
+                    let read: Vec<usize> = probe.runs().flatten().collect();
+                    let expected = Expected::exactly(record.iter().copied()).with_zero(zero);
+                    let got = compare(&pool, expected, &probe).err().unwrap_or_default();
+                    assert_eq!(
+                        got,
+                        naive(&pool, &record, zero, &read),
+                        "pool {ids:?}, ids below {below}, bit 0 {zero:?}"
+                    );
+                }
+            }
         }
     }
 

@@ -15,7 +15,7 @@
 //! its own, so corruption does not reach it (its model ignores it, as the
 //! linear scan's does).
 
-use crate::bits::{self, Probe};
+use crate::bits::{self, Expected, Probe};
 use crate::check::{At, Check, Checked, Detail, Op, OpKind};
 use crate::designs::{self, Design};
 use crate::domain::{Count, Point};
@@ -563,23 +563,31 @@ impl TableModel {
         self.refs.increment(handle)
     }
 
-    /// What the pool's bits should read, one id at a time, ids asked
-    /// ascending ([`crate::bits::Expected`]): the model's record of the bits where the pool
-    /// keeps them (the reserved bit 0 and the corruptions included, so a
-    /// corruption is expected, not a finding); the live handles for the
-    /// augmented tree, whose record of its ids is the tree; `None` where
+    /// The pool's bits that `probe` names against what they should read
+    /// ([`crate::bits::compare`]): the model's record of the bits where the
+    /// pool keeps them (the reserved bit 0 and the corruptions included, so
+    /// a corruption is expected, not a finding); the live handles for the
+    /// augmented tree, whose record of its ids is the tree; nothing where
     /// nothing is kept (the linear scan, a disabled dbitmap).
-    fn expected_bits(&self) -> impl FnMut(u32) -> Option<bool> + '_ {
-        let record: Box<dyn Iterator<Item = u32>> = if self.has_bits() {
-            Box::new(self.bits.iter().copied())
+    fn compare_bits<P: bits::PoolBits + ?Sized>(
+        &self,
+        pool: &P,
+        probe: &Probe,
+    ) -> Result<(), Vec<bits::BitDiff>> {
+        if !self.knows_bits() {
+            Ok(())
+        } else if self.has_bits() {
+            bits::compare(pool, Expected::exactly(self.bits.iter().copied()), probe)
         } else {
-            Box::new(self.refs.handles.keys().copied())
-        };
-        let (knows, mut set) = (self.knows_bits(), bits::ascending(record));
-        move |id| knows.then(|| set(id))
+            bits::compare(
+                pool,
+                Expected::exactly(self.refs.handles.keys().copied()),
+                probe,
+            )
+        }
     }
 
-    /// Whether [`TableModel::expected_bits`] says anything of any id: the
+    /// Whether [`TableModel::compare_bits`] says anything of any id: the
     /// pool keeps bits, or the tree its ids.
     fn knows_bits(&self) -> bool {
         self.has_bits() || self.id_limit.is_some()
@@ -626,11 +634,7 @@ trait AnyTable {
     fn check_design(&self) -> Result<(), String>;
     /// The pool's bits that `probe` names against the model's
     /// expectation, read one id at a time ([`crate::bits`]).
-    fn compare_bits(
-        &self,
-        expected: bits::Expected<'_>,
-        probe: &Probe,
-    ) -> Result<(), Vec<bits::BitDiff>>;
+    fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>>;
 }
 
 /// A table of flavour `F` built for one version, under its failure name.
@@ -702,12 +706,8 @@ impl<F: Design> AnyTable for Versioned<F> {
     fn check_design(&self) -> Result<(), String> {
         self.table.refs().pool().check_design()
     }
-    fn compare_bits(
-        &self,
-        expected: bits::Expected<'_>,
-        probe: &Probe,
-    ) -> Result<(), Vec<bits::BitDiff>> {
-        bits::compare(self.table.refs().pool(), expected, probe)
+    fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>> {
+        model.compare_bits(self.table.refs().pool(), probe)
     }
 }
 
@@ -1281,17 +1281,15 @@ fn check_bits(
     probe: &Probe,
 ) -> Checked {
     let name = table.name();
-    table
-        .compare_bits(&mut model.expected_bits(), probe)
-        .map_err(|diff| {
-            at.failure(
-                Check::PoolBits,
-                Some(name),
-                format_args!(
+    table.compare_bits(model, probe).map_err(|diff| {
+        at.failure(
+            Check::PoolBits,
+            Some(name),
+            format_args!(
                 "{name}: the pool's bits differ from the model's (id, expected, actual): {diff:?}"
             ),
-            )
-        })
+        )
+    })
 }
 
 fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -> Checked {
@@ -1513,18 +1511,12 @@ mod tests {
         assert_eq!(table.run(Request::Increment(1)), model.increment(1));
         let probe = Probe::everything_of(table.capacity(), &model.refs);
         let pool = table.refs().pool();
+        assert_eq!(model.compare_bits(pool, &probe), Ok(()));
+        let record: Vec<u32> = model.bits.iter().copied().collect();
+        assert_eq!(record, [0, 1, 3, 9], "reserved 0, 2 cleared, 9 set");
+        let live_only = Expected::exactly(model.refs.handles.keys().copied());
         assert_eq!(
-            bits::compare(pool, &mut model.expected_bits(), &probe),
-            Ok(())
-        );
-        let mut expected = model.expected_bits();
-        assert_eq!(
-            (expected(0), expected(2), expected(9)),
-            (Some(true), Some(false), Some(true))
-        );
-        let mut live_only = |id| Some(model.refs.handles.contains_key(&id));
-        assert_eq!(
-            bits::compare(pool, &mut live_only, &probe),
+            bits::compare(pool, live_only, &probe),
             Err(vec![(0, false, true), (2, true, false), (9, false, true)])
         );
     }
@@ -1597,10 +1589,13 @@ mod tests {
         let probe = Probe::everything_of(64, &tree_model.refs);
         // The model holds no handle: the tree's id 1 is a difference.
         assert_eq!(
-            bits::compare(tree.refs().pool(), &mut tree_model.expected_bits(), &probe),
+            tree_model.compare_bits(tree.refs().pool(), &probe),
             Err(vec![(1, false, true)])
         );
-        assert_eq!(scan_model.expected_bits()(1), None);
+        // Nothing is known of the scan's bits, so even a pool that has
+        // some (the tree's) is not compared against it.
+        assert!(!scan_model.knows_bits());
+        assert_eq!(scan_model.compare_bits(tree.refs().pool(), &probe), Ok(()));
     }
 
     /// Operations from their trace text, one a line.

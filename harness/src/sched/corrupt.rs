@@ -9,7 +9,7 @@
 //! bits are kept here as a set, updated at every critical section as the
 //! version's rules say ([`crate::history::Rules`]), and the model follows
 //! the same rules the `handle_table` model states for a corrupted pool
-//! (`TableModel::insert`, `TableModel::taken`, `TableModel::expected_bits`,
+//! (`TableModel::insert`, `TableModel::taken`, `TableModel::compare_bits`,
 //! `TableModel::expected_disagreement` in [`crate::table`]):
 //!
 //! - the pool offers the smallest id at or above the search start whose
@@ -153,16 +153,18 @@ impl CorruptBits {
         (self.bits.as_ref()).map(|b| b.last().map(|&b| b as usize))
     }
 
-    /// The bits the model expects, once active, on a pool of `cap` ids
-    /// (0: none kept, nothing compared), asked in ascending order
-    /// ([`crate::bits::Expected`]).
-    pub(super) fn expected_bits(&self, cap: usize) -> impl FnMut(u32) -> Option<bool> + '_ {
-        let mut record = match &self.bits {
+    /// The bits the model expects, once active, on a pool of `cap` ids:
+    /// `None` when the pool keeps none (0 ids, or a disabled map), and
+    /// nothing is compared.
+    pub(super) fn expected_bits(
+        &self,
+        cap: usize,
+    ) -> Option<bits::Expected<impl Iterator<Item = u32> + '_>> {
+        match &self.bits {
             Some(_) if cap == 0 || !self.has_map => None,
-            Some(bits) => Some(bits::ascending(bits.iter().copied())),
+            Some(bits) => Some(bits::Expected::exactly(bits.iter().copied())),
             None => unreachable!("asked only while active"),
-        };
-        move |id| record.as_mut().map(|set| set(id))
+        }
     }
 
     /// The last reference of `handle` was dropped: its bit is cleared
