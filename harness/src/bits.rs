@@ -23,7 +23,8 @@ use crate::history;
 use crate::model::HandleModel;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, NodeRefs, Shrinker, Version};
 use std::collections::BTreeSet;
-use std::ops::ControlFlow;
+use std::iter::Peekable;
+use std::ops::{ControlFlow, Range};
 
 /// The narrowest public read of a pool's record of used ids.
 pub trait PoolBits {
@@ -125,7 +126,7 @@ impl Probe {
 
     /// The ids to read, ascending, as runs: every id below `all_below`,
     /// then each other id alone.
-    fn runs(&self) -> impl Iterator<Item = core::ops::Range<usize>> + '_ {
+    fn runs(&self) -> impl Iterator<Item = Range<usize>> + '_ {
         let mut above: Vec<usize> = self
             .ids
             .iter()
@@ -283,25 +284,38 @@ pub fn compare<P: PoolBits + ?Sized>(
             Some(_) => ControlFlow::Continue(()),
         }
     };
-    let _ = probe.runs().try_for_each(|run| {
-        let mut id = run.start;
-        while id < run.end {
-            while members.next_if(|&m| m < id).is_some() {}
-            let member = members.peek().copied().filter(|&m| m < run.end);
-            for clear in id..member.unwrap_or(run.end) {
-                read(clear, false)?;
-            }
-            let Some(member) = member else { break };
-            read(member, true)?;
-            id = member + 1;
-        }
-        ControlFlow::Continue(())
-    });
+    let _ = probe
+        .runs()
+        .try_for_each(|run| walk(run, &mut members, &mut read));
     if diff.is_empty() {
         Ok(())
     } else {
         Err(diff)
     }
+}
+
+/// Calls `read(id, expected)` for every id of `ids` in order, `expected`
+/// whether `id` is one of `members` (both ascending; members below `ids`
+/// are passed over), until `read` breaks. The ids between two members are
+/// handed over as clear without asking `members` anything: one step of
+/// the walk per member, not per id.
+pub fn walk<B>(
+    ids: Range<usize>,
+    members: &mut Peekable<impl Iterator<Item = usize>>,
+    mut read: impl FnMut(usize, bool) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    let mut id = ids.start;
+    while id < ids.end {
+        while members.next_if(|&m| m < id).is_some() {}
+        let member = members.peek().copied().filter(|&m| m < ids.end);
+        for clear in id..member.unwrap_or(ids.end) {
+            read(clear, false)?;
+        }
+        let Some(member) = member else { break };
+        read(member, true)?;
+        id = member + 1;
+    }
+    ControlFlow::Continue(())
 }
 
 /// [`compare`] for a table's state against `concurrent_resize`'s model
