@@ -5,7 +5,7 @@
 # printed as a Markdown table.
 #
 #   ci/throughput.sh [--seconds N] [--runs R] [--engines libfuzzer,afl,honggfuzz]
-#                    [--baseline REV] [TARGET...]
+#                    [--baseline REV] [--from-empty] [TARGET...]
 #
 #   --seconds N     how long each run lasts (default 30)
 #   --runs R        runs per target and build (default 3; the median is kept)
@@ -15,6 +15,11 @@
 #                   table then has both medians and their ratio per target
 #                   (the machines are noisy: only ratios measured side by
 #                   side count)
+#   --from-empty    start every run from an empty corpus instead, run r
+#                   with -seed=r (libFuzzer only): the harness's speed on
+#                   what the fuzzer generates, whatever the committed
+#                   corpus holds (its first pass is what a run from the
+#                   corpus measures, and deep inputs weigh on it)
 #
 # Every run uses the target's dictionary, -timeout and -rss_limit_mb like
 # every other libFuzzer run (ci/lib.sh). The targets default to those the
@@ -28,6 +33,7 @@ seconds=30
 runs=3
 engines=libfuzzer
 baseline=""
+from_empty=0
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
     --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"; runs=$2; shift 2 ;;
     --engines) [ -n "${2:-}" ] || die "--engines needs a list, e.g. libfuzzer,afl"; engines=$2; shift 2 ;;
     --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
+    --from-empty) from_empty=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets+=("$1"); shift ;;
@@ -43,6 +50,8 @@ done
 for engine in ${engines//,/ }; do
     case "$engine" in libfuzzer|afl|honggfuzz) ;; *) die "unknown engine '$engine' (expected libfuzzer, afl or honggfuzz)" ;; esac
 done
+[ "$from_empty" = 0 ] || [ "$engines" = libfuzzer ] ||
+    die "--from-empty runs libFuzzer only (AFL++ and honggfuzz need seed inputs): drop --engines $engines"
 engine_filter=()
 [ ${#targets[@]} -eq 0 ] || check_targets "${targets[@]}"
 
@@ -82,17 +91,19 @@ has_target() {
     esac
 }
 
-# run_once ENGINE TREE TARGET DIR: one run; prints its exec/s.
+# run_once ENGINE TREE TARGET DIR RUN: one run (the RUN-th); prints its
+# exec/s.
 run_once() {
-    local engine=$1 tree=$2 t=$3 dir=$4
+    local engine=$1 tree=$2 t=$3 dir=$4 r=$5
     rm -rf "$dir" && mkdir -p "$dir/new"
-    local corpus="$tree/corpus/$t"
+    local corpus="$tree/corpus/$t" seed=()
     [ -d "$corpus" ] || corpus="$dir/new"
+    if [ "$from_empty" = 1 ]; then corpus="$dir/new"; seed=(-seed="$r"); fi
     case "$engine" in
     libfuzzer)
         local dict=()
         [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
-        "$tree/fuzz/target/x86_64-unknown-linux-gnu/release/$t" "$dir/new" "$corpus" "${dict[@]}" \
+        "$tree/fuzz/target/x86_64-unknown-linux-gnu/release/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
             -max_total_time="$seconds" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
             -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
         sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
@@ -135,7 +146,7 @@ for engine in ${engines//,/ }; do
             for i in "${!trees[@]}"; do
                 has_target "$engine" "${trees[$i]}" "$t" || continue
                 step "$engine: $t, ${names[$i]}, run $r of $runs (${seconds}s)"
-                rate=$(run_once "$engine" "${trees[$i]}" "$t" "$work/$engine/$t/${names[$i]}-$r")
+                rate=$(run_once "$engine" "${trees[$i]}" "$t" "$work/$engine/$t/${names[$i]}-$r" "$r")
                 echo "${rate:-?} exec/s" >&2
                 rates[$i]="${rates[$i]:-} ${rate}"
             done
@@ -155,13 +166,15 @@ for engine in ${engines//,/ }; do
 done
 
 echo
+start="from the committed corpus"
+[ "$from_empty" = 0 ] || start="from an empty corpus, run r with -seed=r"
 if [ -n "$baseline" ]; then
-    echo "Median exec/s of $runs runs of ${seconds}s each, alternated with $baseline (${rev:0:12}):"
+    echo "Median exec/s of $runs runs of ${seconds}s each ($start), alternated with $baseline (${rev:0:12}):"
     echo
     echo "| target | engine | exec/s | baseline exec/s | ratio |"
     echo "| --- | --- | ---: | ---: | ---: |"
 else
-    echo "Median exec/s of $runs runs of ${seconds}s each:"
+    echo "Median exec/s of $runs runs of ${seconds}s each ($start):"
     echo
     echo "| target | engine | exec/s |"
     echo "| --- | --- | ---: |"
