@@ -77,7 +77,7 @@ impl PoolBits for AugmentedTree {
 #[derive(Clone, Debug, Default)]
 pub struct Probe {
     /// Ids to read besides those below `all_below`, in any order, repeats
-    /// allowed: [`Probe::ids`] sorts them once (a set kept sorted cost a
+    /// allowed: [`Probe::runs`] sorts them once (a set kept sorted cost a
     /// tenth of `handle_table` on the bulk ops' touched ids).
     ids: Vec<usize>,
     all_below: usize,
@@ -295,8 +295,8 @@ pub fn compare<P: PoolBits + ?Sized>(
 }
 
 /// Calls `read(id, expected)` for every id of `ids` in order, `expected`
-/// whether `id` is one of `members` (both ascending; members below `ids`
-/// are passed over), until `read` breaks. The ids between two members are
+/// whether `id` is one of `members` (strictly ascending, as a set's keys
+/// are; members below `ids` are passed over), until `read` breaks. The ids between two members are
 /// handed over as clear without asking `members` anything: one step of
 /// the walk per member, not per id.
 pub fn walk<B>(
@@ -375,9 +375,11 @@ mod tests {
     }
 
     /// The walk beside the record's members finds exactly the differences
-    /// a per-id lookup finds: members at the edges of the read range,
-    /// beyond it, ids read alone above it, bit 0 forced or skipped, and
-    /// an id above `u32::MAX`.
+    /// a per-id lookup finds, over the ids a probe names (stated here
+    /// apart from [`Probe::runs`]: every id below the range's end, then the
+    /// others once each, ascending): members at the edges of the range,
+    /// beyond it, ids touched out of order and twice, bit 0 forced or
+    /// skipped, an id above `u32::MAX`.
     #[test]
     fn compare_agrees_with_a_lookup_per_id() {
         let record: BTreeSet<u32> = [0, 1, 5, 63, 64, 100, 1000].into();
@@ -387,6 +389,7 @@ mod tests {
             &[],
             &[0, 2, 3, 4, 7, 8, 9, 10, 11, 12, 64],
         ];
+        let touched = [1000, 3, 1 << 33, 64, 1001, 100, 3, 1000];
         for ids in pools {
             let pool = SetPool(ids.iter().copied().collect());
             for below in [0, 1, 5, 6, 64, 65, 101] {
@@ -395,10 +398,10 @@ mod tests {
                     if below > 0 {
                         probe.everything(below - 1, &HandleModel::default());
                     }
-                    for id in [3, 64, 100, 1000, 1001, 1 << 33] {
-                        probe.ids.push(id);
-                    }
-                    let read: Vec<usize> = probe.runs().flatten().collect();
+                    probe.ids.extend(touched);
+                    let above: BTreeSet<usize> =
+                        touched.into_iter().filter(|&id| id >= below).collect();
+                    let read: Vec<usize> = (0..below).chain(above).collect();
                     let expected = Expected::exactly(record.iter().copied()).with_zero(zero);
                     let got = compare(&pool, expected, &probe).err().unwrap_or_default();
                     assert_eq!(
@@ -409,6 +412,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A pool that keeps no record is not compared, whatever the model
+    /// expects.
+    #[test]
+    fn a_pool_without_a_record_is_not_compared() {
+        struct NoRecord;
+        impl PoolBits for NoRecord {
+            fn bit(&self, _: usize) -> Option<bool> {
+                None
+            }
+        }
+        let mut probe = Probe::default();
+        probe.everything(64, &HandleModel::default());
+        let expected = Expected::exactly([1, 2, 3].into_iter());
+        assert_eq!(compare(&NoRecord, expected, &probe), Ok(()));
     }
 
     /// Both sides of a disagreement, bit 0 left out only where reserved.

@@ -797,11 +797,11 @@ fn check_bits<P: PoolApi>(
         });
         let room = 6 - diff.len();
         let boundaries = boundaries.map(|id| (id, model.live.contains(&id)));
-        diff.extend(differing(pool, boundaries).into_iter().take(room));
+        diff.extend(differing(pool, boundaries, room));
         diff
     } else {
         let ids = touched.ids(cap).chain(boundaries);
-        differing(pool, ids.map(|id| (id, model.live.contains(&id))))
+        differing(pool, ids.map(|id| (id, model.live.contains(&id))), 6)
     };
     if diff.is_empty() {
         return Ok(());
@@ -813,17 +813,20 @@ fn check_bits<P: PoolApi>(
     ))
 }
 
-/// The first few `(id, expected, actual)` where the pool's bit differs.
+/// The first `limit` `(id, expected, actual)` where the pool's bit
+/// differs. No id is read once `limit` are found: a read is an observable
+/// of its own (a kernel pair compares its two sides at every read).
 fn differing<P: PoolApi>(
     pool: &P,
     expected: impl Iterator<Item = (usize, bool)>,
+    limit: usize,
 ) -> Vec<(usize, bool, bool)> {
     expected
         .filter_map(|(id, expected)| {
             let actual = pool.is_used(id);
             (expected != actual).then_some((id, expected, actual))
         })
-        .take(6)
+        .take(limit)
         .collect()
 }
 

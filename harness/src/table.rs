@@ -1511,6 +1511,9 @@ mod tests {
         assert_eq!(table.run(Request::Increment(1)), model.increment(1));
         let probe = Probe::everything_of(table.capacity(), &model.refs);
         let pool = table.refs().pool();
+        // The model knows the pool's bits, and its record holds the
+        // reserved bit and both corruptions: the read finds nothing.
+        assert!(model.has_bits() && model.knows_bits());
         assert_eq!(model.compare_bits(pool, &probe), Ok(()));
         let record: Vec<u32> = model.bits.iter().copied().collect();
         assert_eq!(record, [0, 1, 3, 9], "reserved 0, 2 cleared, 9 set");
