@@ -359,8 +359,9 @@ pub enum Detail {
         manager: bool,
     },
     /// Two versions run side by side on one request
-    /// ([`Check::VersionsDiffer`]): each side's version, outcome and
-    /// capacity afterwards, in the order of the comparison's name.
+    /// ([`Check::VersionsDiffer`]): each side's version, outcome, capacity
+    /// and planned failures afterwards, in the order of the comparison's
+    /// name.
     Versions {
         /// The request both ran.
         request: idpool::Request,
@@ -370,6 +371,9 @@ pub enum Detail {
         outcomes: [Result<u32, idpool::Error>; 2],
         /// Each pool's capacity after the request.
         capacities: [usize; 2],
+        /// The planned allocation failures each side had not consumed
+        /// after the request: which allocations it attempted.
+        pending: [u32; 2],
     },
 }
 

@@ -256,7 +256,10 @@ pub enum Finding {
     /// July 2024; fixed upstream by commit 11512c197d38, "binder: fix
     /// descriptor lookup for context manager", Linux 6.11-rc3).
     Collision,
-    /// C v3 beside June 2024: the `<=` shrink threshold; capacities differ.
+    /// C v3 beside June 2024: the `<=` shrink threshold. v3 shrinks at a
+    /// release that leaves the last bit at a quarter of the map, June 2024
+    /// does not: the capacities differ, or, when that shrink's allocation
+    /// is a planned failure, v3 has consumed one more planned failure.
     V3Threshold,
     /// Rust first posting beside mainline: they differ on a mismatch.
     RustMismatch,
@@ -303,7 +306,10 @@ impl Finding {
     ///   versions give the manager without looking);
     /// - the v3 threshold: v3 beside June 2024 returning the same outcome
     ///   with different capacities (the `<=` shrinks where `<` does not; no
-    ///   descriptor differs);
+    ///   descriptor differs), or, at a release, with the same capacity and
+    ///   v3 having consumed more planned failures than June 2024 (its
+    ///   extra shrink's allocation failed; a release allocates nothing
+    ///   else, and June 2024 attempts every shrink v3 does but that one);
     /// - the Rust mismatch: Rust mainline failing with its mismatch `EINVAL`
     ///   where the first posting, beside it, does something else (it takes
     ///   the id and searches on);
@@ -345,6 +351,7 @@ impl Finding {
                     versions,
                     outcomes,
                     capacities,
+                    pending,
                 }),
             ) => {
                 let pair = |x: Version, y: Version| *versions == [x, y] || *versions == [y, x];
@@ -369,9 +376,15 @@ impl Finding {
                         return Some(Finding::V3Zero);
                     }
                 }
+                // v3's extra shrink at a release, its allocation failed.
+                let failed_shrink = v3.is_some_and(|v3| {
+                    matches!(request, Request::Decrement(_))
+                        && capacities[0] == capacities[1]
+                        && pending[v3] + 1 == pending[1 - v3]
+                });
                 if pair(Version::CV3, Version::C2024_06)
                     && outcomes[0] == outcomes[1]
-                    && capacities[0] != capacities[1]
+                    && (capacities[0] != capacities[1] || failed_shrink)
                 {
                     Some(Finding::V3Threshold)
                 } else if let (true, Some(m)) =
@@ -588,14 +601,26 @@ mod tests {
         outcomes: [Result<u32, Error>; 2],
         capacities: [usize; 2],
     ) -> Failure {
+        let insert = Request::Insert {
+            node: 7,
+            is_manager: false,
+        };
+        versus_at(insert, versions, outcomes, capacities, [0, 0])
+    }
+
+    fn versus_at(
+        request: Request,
+        versions: [Version; 2],
+        outcomes: [Result<u32, Error>; 2],
+        capacities: [usize; 2],
+        pending: [u32; 2],
+    ) -> Failure {
         let detail = Detail::Versions {
-            request: Request::Insert {
-                node: 7,
-                is_manager: false,
-            },
+            request,
             versions,
             outcomes,
             capacities,
+            pending,
         };
         let name = versus_name(versions[0], versions[1]);
         failure(Check::VersionsDiffer, name, Some(detail))
@@ -659,6 +684,40 @@ mod tests {
     }
 
     #[test]
+    fn the_v3_threshold_under_a_planned_failure_is_v3s_one_extra_attempt_at_a_release() {
+        let (v3, june) = (Version::CV3, Version::C2024_06);
+        let release = Request::Decrement(128);
+        let of = |r, versions, pending| {
+            Finding::of(&versus_at(
+                r,
+                versions,
+                [Ok(128), Ok(128)],
+                [512, 512],
+                pending,
+            ))
+        };
+        // v3 tried the shrink June 2024 did not, and its allocation failed.
+        assert_eq!(of(release, [v3, june], [0, 1]), Some(Finding::V3Threshold));
+        assert_eq!(of(release, [june, v3], [3, 2]), Some(Finding::V3Threshold));
+        // June 2024 attempting more, or v3 two more, is another bug.
+        assert_eq!(of(release, [v3, june], [1, 0]), None);
+        assert_eq!(of(release, [v3, june], [0, 2]), None);
+        // An insert's allocations are the same rule on both versions.
+        let insert = Request::Insert {
+            node: 7,
+            is_manager: false,
+        };
+        assert_eq!(of(insert, [v3, june], [0, 1]), None);
+        // Nor on the Rust pair.
+        let (v1, mainline) = (Version::RustV1, Version::RustMainline);
+        assert_eq!(of(release, [v1, mainline], [0, 1]), None);
+        // Different outcomes as well: another bug.
+        let outcomes = [Ok(128), Err(Error::NoMemory)];
+        let failure = versus_at(release, [v3, june], outcomes, [512, 512], [0, 1]);
+        assert_eq!(Finding::of(&failure), None);
+    }
+
+    #[test]
     fn the_rust_mismatch_is_mainlines_einval_beside_the_first_posting_only() {
         let (v1, mainline) = (Version::RustV1, Version::RustMainline);
         let einval = Err(Error::Mismatch { id: 32 });
@@ -707,6 +766,11 @@ mod tests {
                 Finding::V3Threshold,
             ),
             (
+                "version c-2024-06\nversus c-v3\ninsert-many 128\ninsert-many 128\n\
+                 insert-many 44\nfail-next 1 at shrink\ndrop-from =129\n",
+                Finding::V3Threshold,
+            ),
+            (
                 "version rust-v1\nversus rust-mainline\ninsert-many 64\ncorrupt clear =cap/4\ninsert-many 1\n",
                 Finding::RustMismatch,
             ),
@@ -739,5 +803,32 @@ mod tests {
             let failure = trace.check().expect_err("the finding");
             assert_eq!(Finding::of(&failure), Some(finding), "{failure}");
         }
+    }
+
+    #[test]
+    fn the_v3_threshold_under_a_planned_failure_is_met_at_the_release_itself() {
+        // The extra shrink's allocation fails: the capacities stay equal,
+        // and the difference is the planned failure v3 consumed, seen at
+        // the release (not at the later allocation that fails on June 2024
+        // alone).
+        let text = "idpool-trace v1\ntarget handle_table\nversion c-2024-06\nversus c-v3\n\
+                    insert-many 128\ninsert-many 128\ninsert-many 44\nfail-next 1 at shrink\n\
+                    drop-from =129\ninsert-many 1\n";
+        let trace = crate::trace::Trace::parse(text).expect("a trace");
+        let failure = trace.check().expect_err("the finding");
+        assert_eq!(failure.step, 4, "{failure}");
+        let Some(Detail::Versions {
+            request,
+            capacities,
+            pending,
+            ..
+        }) = failure.detail
+        else {
+            panic!("not a difference of versions: {failure}");
+        };
+        assert_eq!(request, Request::Decrement(129), "{failure}");
+        assert_eq!(capacities, [512, 512], "{failure}");
+        assert_eq!(pending, [1, 0], "{failure}");
+        assert_eq!(Finding::of(&failure), Some(Finding::V3Threshold));
     }
 }

@@ -913,12 +913,20 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
                     continue;
                 };
                 let (ca, cb) = (tables[a].0.capacity(), tables[b].0.capacity());
-                if oa != ob || ca != cb {
+                // Which allocations each attempted: under planned failures
+                // an attempt that failed leaves outcome and capacity alone,
+                // and only shows in a later request.
+                let (pa, pb) = (
+                    tables[a].0.pending_failures(),
+                    tables[b].0.pending_failures(),
+                );
+                if oa != ob || ca != cb || pa != pb {
                     let detail = Detail::Versions {
                         request,
                         versions: [tables[a].1.version, tables[b].1.version],
                         outcomes: [oa, ob],
                         capacities: [ca, cb],
+                        pending: [pa, pb],
                     };
                     let failure = at
                         .failure(
@@ -926,7 +934,8 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
                             Some(name),
                             format_args!(
                                 "{name}: the versions differ on {request:?}{of}: outcome {oa:?} \
-                                 vs {ob:?}, capacity {ca} vs {cb}"
+                                 vs {ob:?}, capacity {ca} vs {cb}, planned failures still \
+                                 pending {pa} vs {pb}"
                             ),
                         )
                         .with_detail(detail);
