@@ -21,7 +21,7 @@
 
 use crate::history;
 use crate::model::HandleModel;
-use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, NodeRefs, Shrinker, Version};
+use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, Shrinker, Version};
 use std::collections::BTreeSet;
 use std::iter::Peekable;
 use std::ops::{ControlFlow, Range};
@@ -318,20 +318,10 @@ pub fn walk<B>(
     ControlFlow::Continue(())
 }
 
-/// [`compare`] for a table's state against `concurrent_resize`'s model
-/// ([`handles_of`]).
-pub fn compare_refs<F: idpool::Flavour + PoolBits>(
-    refs: &NodeRefs<F>,
-    model: &HandleModel,
-    probe: &Probe,
-) -> Result<(), Vec<BitDiff>> {
-    compare(refs.pool(), handles_of(model, refs.version()), probe)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idpool::{Faults, Request};
+    use idpool::{Faults, NodeRefs, Request};
 
     /// The walk answers as a lookup would, for ascending ids with gaps,
     /// repeats, and ids past the last member.
@@ -451,6 +441,15 @@ mod tests {
         let mut walk = ascending([1, 2, 5].into_iter());
         walk(5);
         walk(2);
+    }
+
+    /// A mainline table's bits against `concurrent_resize`'s model.
+    fn compare_refs<F: idpool::Flavour + PoolBits>(
+        refs: &NodeRefs<F>,
+        model: &HandleModel,
+        probe: &Probe,
+    ) -> Result<(), Vec<BitDiff>> {
+        compare(refs.pool(), handles_of(model, Version::RustMainline), probe)
     }
 
     #[test]

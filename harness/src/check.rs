@@ -91,6 +91,9 @@ pub enum Check {
     /// Two versions run side by side on the same program behaved
     /// differently (see [`crate::history`]).
     VersionsDiffer,
+    /// A table (or its pool, where the pool keeps one) reports another
+    /// version than the one it was built for.
+    Version,
     /// The kernel's own C and ours disagree (`kernel_dbitmap`).
     Kernel,
     /// A panic that came from no check; the name is the first clause of
@@ -128,6 +131,7 @@ impl Display for Check {
             Check::KernelCrash => "kernel crash",
             Check::Warning => "warning",
             Check::VersionsDiffer => "versions differ",
+            Check::Version => "version",
             Check::Kernel => "kernel",
             Check::Panic(what) => return write!(f, "panic: {what}"),
         })

@@ -24,7 +24,7 @@ use crate::oracle::MIN;
 use crate::pool::{Built, PoolApi, Refused, Resize, Shape, BULK_CAP_LIMIT};
 use idpool::{
     AugmentedTree, DBitmap, FastPool, FastRequest, FastResizer, Flavour, Gfp, HandleTable, IdPool,
-    LinearScan, NodeRefs, PoolResizer, ReallocRequest, Shrinker,
+    LinearScan, NodeRefs, PoolResizer, ReallocRequest, Shrinker, Version,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -95,6 +95,12 @@ pub trait Design: Flavour + PoolBits {
         Ok(())
     }
 
+    /// The version the pool itself says it follows, for a pool whose
+    /// rules depend on one (the dbitmap: bit 0, the shrink threshold).
+    fn pool_version(&self) -> Option<Version> {
+        None
+    }
+
     /// The design's capacity rule for one critical section of a table
     /// operation (not a reclaim) that took the capacity from `before` to
     /// `after`; for a runner with no capacity model of its own.
@@ -105,7 +111,11 @@ pub trait Design: Flavour + PoolBits {
 }
 
 impl Design for IdPool {}
-impl Design for DBitmap {}
+impl Design for DBitmap {
+    fn pool_version(&self) -> Option<Version> {
+        Some(self.version())
+    }
+}
 impl Design for LinearScan {}
 
 impl Design for FastPool {

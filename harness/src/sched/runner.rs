@@ -279,6 +279,15 @@ impl<'p, F: Design> Sim<'p, F> {
             }
         }
         let capacity = self.refs.pool().capacity();
+        let version = self.program.version;
+        let (of_table, of_pool) = (self.refs.version(), self.refs.pool().pool_version());
+        if of_table != version || of_pool.is_some_and(|v| v != version) {
+            let what = format_args!(
+                "at the end: built for {version}, the table reports {of_table}{}",
+                of_pool.map_or(String::new(), |v| format!(" and its pool {v}"))
+            );
+            return Err(self.failure(Check::Version, OpKind::EndOfRun, None, capacity, what));
+        }
         if let Err(e) = self.refs.pool().check_design() {
             let what = format_args!("at the end: {e}");
             return Err(self.failure(
@@ -877,7 +886,10 @@ impl<'p, F: Design> Sim<'p, F> {
             };
             return bits::compare(self.refs.pool(), expected, probe).map_err(Mismatch::PoolBits);
         }
-        bits::compare_refs(&self.refs, &self.model, probe).map_err(Mismatch::PoolBits)
+        // The expectation follows the version the program asked for, not
+        // the one the table reports.
+        let expected = bits::handles_of(&self.model, self.program.version);
+        bits::compare(self.refs.pool(), expected, probe).map_err(Mismatch::PoolBits)
     }
 
     /// A failure at the current step, with the program and the schedule
