@@ -49,6 +49,9 @@ pub fn explain(failure: &Failure) -> &'static str {
         Check::VersionsDiffer => {
             "two upstream versions run side by side on the same program behaved differently"
         }
+        Check::Version => {
+            "a table or its pool follows another upstream version than the one it was built for"
+        }
         Check::FlavoursDisagree => {
             "the table flavours (mainline's three and the designs) handed out different ids for the same history"
         }
