@@ -121,9 +121,10 @@ fn main() {
             replay_on_mainline(&path)
         })
     }));
+    // On stderr: stdout is the test list that a runner (nextest) reads.
     for target in idpool_harness::registry::traceable() {
         if let Some(reason) = target.unavailable() {
-            println!("skipped the {} regressions: {reason}", target.name());
+            eprintln!("skipped the {} regressions: {reason}", target.name());
         }
     }
     let count = all.len();
