@@ -373,6 +373,9 @@ pub enum Detail {
         versions: [idpool::Version; 2],
         /// What each returned.
         outcomes: [Result<u32, idpool::Error>; 2],
+        /// The capacity both pools had before the request (a pair whose
+        /// capacities differ is not compared again).
+        before: usize,
         /// Each pool's capacity after the request.
         capacities: [usize; 2],
         /// The planned allocation failures each side had not consumed

@@ -304,12 +304,13 @@ impl Finding {
     /// - the collision: a kernel crash on June 2024 or v3 at an insert of
     ///   the context manager, over descriptor 0 (the descriptor those
     ///   versions give the manager without looking);
-    /// - the v3 threshold: v3 beside June 2024 returning the same outcome
-    ///   with different capacities (the `<=` shrinks where `<` does not; no
-    ///   descriptor differs), or, at a release, with the same capacity and
-    ///   v3 having consumed more planned failures than June 2024 (its
-    ///   extra shrink's allocation failed; a release allocates nothing
-    ///   else, and June 2024 attempts every shrink v3 does but that one);
+    /// - the v3 threshold: v3 beside June 2024 at a release (only a
+    ///   release shrinks), returning the same outcome, where v3 halved the
+    ///   map and June 2024 kept it (the `<=` shrinks where `<` does not; no
+    ///   descriptor differs), or where both kept it and v3 consumed exactly
+    ///   one planned failure more (its extra shrink's allocation failed; a
+    ///   release allocates nothing else, and June 2024 attempts every
+    ///   shrink v3 does but that one);
     /// - the Rust mismatch: Rust mainline failing with its mismatch `EINVAL`
     ///   where the first posting, beside it, does something else (it takes
     ///   the id and searches on);
@@ -321,7 +322,12 @@ impl Finding {
     ///   giving a non-manager 0 (or crashing over 0) where June 2024 does
     ///   not: seen after a corruption cleared bit 0 in both, which makes
     ///   the 0 (or the crash) what each side's own model predicts, so
-    ///   only the comparison of the two shows June 2024's guard.
+    ///   only the comparison of the two shows June 2024's guard; and v3
+    ///   beside June 2024 at a release, returning the same, with v3's map
+    ///   at the minimum and June 2024's halved: the release emptied v3's
+    ///   map, whose bit 0 the release of descriptor 0 had cleared (an
+    ///   empty map shrinks to the minimum), where June 2024's kept bit 0
+    ///   (its last bit, so it halves).
     pub fn of(failure: &Failure) -> Option<Finding> {
         let on = |v: &str| failure.flavour.is_some_and(|f| f.contains(v));
         match (&failure.check, &failure.detail) {
@@ -350,6 +356,7 @@ impl Finding {
                     request,
                     versions,
                     outcomes,
+                    before,
                     capacities,
                     pending,
                 }),
@@ -376,17 +383,28 @@ impl Finding {
                         return Some(Finding::V3Zero);
                     }
                 }
-                // v3's extra shrink at a release, its allocation failed.
-                let failed_shrink = v3.is_some_and(|v3| {
-                    matches!(request, Request::Decrement(_))
-                        && capacities[0] == capacities[1]
-                        && pending[v3] + 1 == pending[1 - v3]
-                });
-                if pair(Version::CV3, Version::C2024_06)
-                    && outcomes[0] == outcomes[1]
-                    && (capacities[0] != capacities[1] || failed_shrink)
-                {
-                    Some(Finding::V3Threshold)
+                let c_pair = pair(Version::CV3, Version::C2024_06) && outcomes[0] == outcomes[1];
+                if let (true, Some(v3), Request::Decrement(_)) = (c_pair, v3, request) {
+                    let june = 1 - v3;
+                    // v3's extra shrink: committed, or its allocation failed.
+                    let shrank = capacities[v3] * 2 == *before && capacities[june] == *before;
+                    let failed_shrink = capacities == &[*before; 2]
+                        && pending[june].checked_sub(pending[v3]) == Some(1);
+                    if shrank || failed_shrink {
+                        return Some(Finding::V3Threshold);
+                    }
+                    // The release emptied v3's map, whose bit 0 an earlier
+                    // release cleared: an empty map shrinks to the minimum,
+                    // June 2024's, which kept bit 0, halves.
+                    let emptied = capacities[v3] == crate::oracle::MIN
+                        && capacities[june] * 2 == *before
+                        && capacities[june] > crate::oracle::MIN;
+                    if emptied {
+                        return Some(Finding::V3Zero);
+                    }
+                }
+                if c_pair {
+                    None
                 } else if let (true, Some(m)) =
                     (pair(Version::RustV1, Version::RustMainline), mainline)
                 {
@@ -605,13 +623,15 @@ mod tests {
             node: 7,
             is_manager: false,
         };
-        versus_at(insert, versions, outcomes, capacities, [0, 0])
+        let before = capacities[0].max(capacities[1]);
+        versus_at(insert, versions, outcomes, before, capacities, [0, 0])
     }
 
     fn versus_at(
         request: Request,
         versions: [Version; 2],
         outcomes: [Result<u32, Error>; 2],
+        before: usize,
         capacities: [usize; 2],
         pending: [u32; 2],
     ) -> Failure {
@@ -619,6 +639,7 @@ mod tests {
             request,
             versions,
             outcomes,
+            before,
             capacities,
             pending,
         };
@@ -650,37 +671,61 @@ mod tests {
     }
 
     #[test]
-    fn the_v3_threshold_is_equal_outcomes_with_different_capacities_only() {
+    fn the_v3_threshold_is_v3_alone_halving_the_map_at_a_release() {
         let (v3, june) = (Version::CV3, Version::C2024_06);
         let threshold = Some(Finding::V3Threshold);
+        let release = Request::Decrement(33);
+        let of = |r, versions, outcomes, capacities| {
+            Finding::of(&versus_at(r, versions, outcomes, 128, capacities, [0, 0]))
+        };
         assert_eq!(
-            Finding::of(&versus([v3, june], [Ok(33), Ok(33)], [64, 128])),
+            of(release, [v3, june], [Ok(33), Ok(33)], [64, 128]),
             threshold
         );
         assert_eq!(
-            Finding::of(&versus([june, v3], [Ok(1), Ok(1)], [128, 64])),
+            of(release, [june, v3], [Ok(33), Ok(33)], [128, 64]),
             threshold
         );
+        // June 2024 halving alone, or v3 going further: another bug.
+        assert_eq!(of(release, [v3, june], [Ok(33), Ok(33)], [128, 64]), None);
+        let (before, caps) = (512, [64, 512]);
+        let failure = versus_at(release, [v3, june], [Ok(33), Ok(33)], before, caps, [0, 0]);
+        assert_eq!(Finding::of(&failure), None);
+        // Not at a release: an insert's rules are the same on both.
+        let insert = Request::Insert {
+            node: 7,
+            is_manager: false,
+        };
+        assert_eq!(of(insert, [v3, june], [Ok(33), Ok(33)], [64, 128]), None);
         // The versions differing on an outcome is another bug.
-        assert_eq!(
-            Finding::of(&versus([v3, june], [Ok(1), Ok(2)], [64, 64])),
-            None
-        );
-        assert_eq!(
-            Finding::of(&versus([v3, june], [Ok(1), Ok(2)], [64, 128])),
-            None
-        );
+        assert_eq!(of(release, [v3, june], [Ok(1), Ok(2)], [64, 128]), None);
         let enomem = Err(Error::NoMemory);
-        assert_eq!(
-            Finding::of(&versus([v3, june], [Ok(1), enomem], [64, 64])),
-            None
-        );
+        assert_eq!(of(insert, [v3, june], [Ok(1), enomem], [128, 128]), None);
         // A capacity difference between the Rust versions is not it either.
         let (v1, mainline) = (Version::RustV1, Version::RustMainline);
-        assert_eq!(
-            Finding::of(&versus([v1, mainline], [Ok(3), Ok(3)], [64, 128])),
-            None
-        );
+        assert_eq!(of(release, [v1, mainline], [Ok(3), Ok(3)], [64, 128]), None);
+    }
+
+    #[test]
+    fn v3s_map_emptied_without_bit_0_is_its_bit_0_not_the_threshold() {
+        // The last release empties v3's map (its bit 0 cleared when
+        // descriptor 0 was released), which shrinks to the minimum; June
+        // 2024 keeps bit 0 and halves.
+        let (v3, june) = (Version::CV3, Version::C2024_06);
+        let of =
+            |r, caps| Finding::of(&versus_at(r, [v3, june], [Ok(9), Ok(9)], 512, caps, [0, 0]));
+        for release in [Request::Decrement(0), Request::Decrement(855)] {
+            assert_eq!(of(release, [64, 256]), Some(Finding::V3Zero));
+            // v3's map larger, or June 2024's not halved: another bug.
+            assert_eq!(of(release, [256, 64]), None);
+            assert_eq!(of(release, [64, 128]), None);
+        }
+        // As run: a process started from descriptors 0 and 1000.
+        let text = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversus c-2024-06\n\
+                    start-from 0=n0 1000=n1\ndec =1000\ndec =0\n";
+        let trace = crate::trace::Trace::parse(text).expect("a trace");
+        let failure = trace.check().expect_err("the finding");
+        assert_eq!(Finding::of(&failure), Some(Finding::V3Zero), "{failure}");
     }
 
     #[test]
@@ -692,6 +737,7 @@ mod tests {
                 r,
                 versions,
                 [Ok(128), Ok(128)],
+                512,
                 [512, 512],
                 pending,
             ))
@@ -713,7 +759,7 @@ mod tests {
         assert_eq!(of(release, [v1, mainline], [0, 1]), None);
         // Different outcomes as well: another bug.
         let outcomes = [Ok(128), Err(Error::NoMemory)];
-        let failure = versus_at(release, [v3, june], outcomes, [512, 512], [0, 1]);
+        let failure = versus_at(release, [v3, june], outcomes, 512, [512, 512], [0, 1]);
         assert_eq!(Finding::of(&failure), None);
     }
 

@@ -873,6 +873,10 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
         let mut hints = vec![0u32; tables.len()];
         for (i, &request) in requests.iter().enumerate() {
             let of = InBulk(bulk.then_some((i, request)));
+            // The capacity each comparison's two sides share before it.
+            let pair_before: Vec<usize> = (pairs.iter())
+                .map(|&(a, _, _)| tables[a].0.capacity())
+                .collect();
             // `None` for a retired side.
             let mut outcomes = Vec::with_capacity(tables.len());
             for (s, ((table, model), hint)) in tables.iter_mut().zip(&mut hints).enumerate() {
@@ -932,6 +936,7 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
                         request,
                         versions: [tables[a].1.version, tables[b].1.version],
                         outcomes: [oa, ob],
+                        before: pair_before[p],
                         capacities: [ca, cb],
                         pending: [pa, pb],
                     };
