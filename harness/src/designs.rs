@@ -110,6 +110,21 @@ pub trait Design: Flavour + PoolBits {
     }
 }
 
+/// How the versions `refs` reports (its own, and its pool's where the pool
+/// keeps one) differ from `built_for`, or `None`: the check of
+/// [`Check::Version`] for every table runner.
+pub fn version_mismatch<F: Design>(refs: &NodeRefs<F>, built_for: Version) -> Option<String> {
+    reported_versions(built_for, refs.version(), refs.pool().pool_version())
+}
+
+/// [`version_mismatch`] on the versions read.
+fn reported_versions(built_for: Version, table: Version, pool: Option<Version>) -> Option<String> {
+    (table != built_for || pool.is_some_and(|v| v != built_for)).then(|| {
+        let pool = pool.map_or(String::new(), |v| format!(" and its pool {v}"));
+        format!("built for {built_for}, the table reports {table}{pool}")
+    })
+}
+
 impl Design for IdPool {}
 impl Design for DBitmap {
     fn pool_version(&self) -> Option<Version> {
@@ -543,6 +558,33 @@ impl PoolApi for Twin {
 mod tests {
     use super::*;
     use crate::oracle::{shrink_target, Policy};
+
+    /// Either the table or its pool reporting another version is a
+    /// mismatch, and the message names all three.
+    #[test]
+    fn a_version_reported_by_the_table_or_its_pool_is_checked() {
+        let (v3, june) = (Version::CV3, Version::C2024_06);
+        assert_eq!(reported_versions(v3, v3, Some(v3)), None);
+        assert_eq!(reported_versions(v3, v3, None), None);
+        let said = |table, pool| reported_versions(v3, table, pool);
+        assert_eq!(
+            said(june, None).as_deref(),
+            Some("built for c-v3, the table reports c-2024-06")
+        );
+        assert_eq!(
+            said(v3, Some(june)).as_deref(),
+            Some("built for c-v3, the table reports c-v3 and its pool c-2024-06")
+        );
+        assert!(said(june, Some(v3)).is_some());
+        // As built: every table of every version it supports reports it.
+        for v in Version::ALL {
+            let refs = match v.driver() {
+                idpool::Driver::C => version_mismatch(&NodeRefs::<DBitmap>::with_version(v), v),
+                idpool::Driver::Rust => version_mismatch(&NodeRefs::<IdPool>::with_version(v), v),
+            };
+            assert_eq!(refs, None, "{v}");
+        }
+    }
 
     /// The reclaim rule against mainline's shrink policy applied step by
     /// step (`IdPool::shrink_request`, as [`shrink_target`] restates it),

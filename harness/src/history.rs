@@ -350,76 +350,76 @@ impl Finding {
                     manager: false,
                 }),
             ) => Some(Finding::V3Zero),
-            (
-                Check::VersionsDiffer,
-                Some(Detail::Versions {
-                    request,
-                    versions,
-                    outcomes,
-                    before,
-                    capacities,
-                    pending,
-                }),
-            ) => {
-                let pair = |x: Version, y: Version| *versions == [x, y] || *versions == [y, x];
-                let mainline = versions.iter().position(|&v| v == Version::RustMainline);
-                let v3 = versions.iter().position(|&v| v == Version::CV3);
-                let non_manager = matches!(
-                    request,
-                    Request::Insert {
-                        is_manager: false,
-                        ..
-                    }
-                );
-                if let (true, Some(v3), true) =
-                    (pair(Version::CV3, Version::C2024_06), v3, non_manager)
-                {
-                    // v3 gave 0 to a non-manager where June 2024, whose
-                    // clear spares bit 0, did not.
-                    let zero = |o: Result<u32, Error>| {
-                        matches!(o, Ok(0) | Err(Error::KernelBug { id: 0 }))
-                    };
-                    if zero(outcomes[v3]) && !zero(outcomes[1 - v3]) {
-                        return Some(Finding::V3Zero);
-                    }
-                }
-                let c_pair = pair(Version::CV3, Version::C2024_06) && outcomes[0] == outcomes[1];
-                if let (true, Some(v3), Request::Decrement(_)) = (c_pair, v3, request) {
-                    let june = 1 - v3;
-                    // v3's extra shrink: committed, or its allocation failed.
-                    let shrank = capacities[v3] * 2 == *before && capacities[june] == *before;
-                    let failed_shrink = capacities == &[*before; 2]
-                        && pending[june].checked_sub(pending[v3]) == Some(1);
-                    if shrank || failed_shrink {
-                        return Some(Finding::V3Threshold);
-                    }
-                    // The release emptied v3's map, whose bit 0 an earlier
-                    // release cleared: an empty map shrinks to the minimum,
-                    // June 2024's, which kept bit 0, halves.
-                    let emptied = capacities[v3] == crate::oracle::MIN
-                        && capacities[june] * 2 == *before
-                        && capacities[june] > crate::oracle::MIN;
-                    if emptied {
-                        return Some(Finding::V3Zero);
-                    }
-                }
-                if c_pair {
-                    None
-                } else if let (true, Some(m)) =
-                    (pair(Version::RustV1, Version::RustMainline), mainline)
-                {
-                    let v1 = 1 - m;
-                    let mismatch =
-                        |o: &Result<u32, Error>| matches!(o, Err(Error::Mismatch { .. }));
-                    (mismatch(&outcomes[m]) && !mismatch(&outcomes[v1]))
-                        .then_some(Finding::RustMismatch)
-                } else {
-                    None
+            (Check::VersionsDiffer, Some(detail @ Detail::Versions { versions, .. })) => {
+                let at = |v: Version| versions.iter().position(|&x| x == v);
+                match (at(Version::CV3), at(Version::C2024_06)) {
+                    (Some(v3), Some(june)) => c_pair_finding(detail, v3, june),
+                    _ => match (at(Version::RustV1), at(Version::RustMainline)) {
+                        (Some(v1), Some(mainline)) => rust_pair_finding(detail, v1, mainline),
+                        _ => None,
+                    },
                 }
             }
             _ => None,
         }
     }
+}
+
+/// The known finding a difference between C v3 (at index `v3` of the
+/// detail's arrays) and C June 2024 (at `june`) is, if it is one (the
+/// rules of [`Finding::of`]).
+fn c_pair_finding(detail: &Detail, v3: usize, june: usize) -> Option<Finding> {
+    let Detail::Versions {
+        request,
+        outcomes,
+        before,
+        capacities,
+        pending,
+        ..
+    } = detail
+    else {
+        return None;
+    };
+    let before = *before;
+    match request {
+        // v3 gave 0 to a non-manager where June 2024, whose clear spares
+        // bit 0, did not.
+        Request::Insert {
+            is_manager: false, ..
+        } => {
+            let zero = |o: Result<u32, Error>| matches!(o, Ok(0) | Err(Error::KernelBug { id: 0 }));
+            (zero(outcomes[v3]) && !zero(outcomes[june])).then_some(Finding::V3Zero)
+        }
+        Request::Decrement(_) if outcomes[v3] == outcomes[june] => {
+            // v3's extra shrink: committed, or its allocation failed.
+            let shrank = capacities[v3] * 2 == before && capacities[june] == before;
+            let failed_shrink =
+                *capacities == [before; 2] && pending[june].checked_sub(pending[v3]) == Some(1);
+            // The release emptied v3's map, whose bit 0 an earlier release
+            // cleared: an empty map shrinks to the minimum; June 2024's,
+            // which kept bit 0, halves.
+            let emptied = capacities[v3] == crate::oracle::MIN
+                && capacities[june] * 2 == before
+                && capacities[june] > crate::oracle::MIN;
+            if shrank || failed_shrink {
+                Some(Finding::V3Threshold)
+            } else {
+                emptied.then_some(Finding::V3Zero)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The known finding a difference between Rust's first posting (at index
+/// `v1`) and Rust mainline (at `mainline`) is, if it is one: mainline's
+/// mismatch `EINVAL` where the first posting does something else.
+fn rust_pair_finding(detail: &Detail, v1: usize, mainline: usize) -> Option<Finding> {
+    let Detail::Versions { outcomes, .. } = detail else {
+        return None;
+    };
+    let mismatch = |o: &Result<u32, Error>| matches!(o, Err(Error::Mismatch { .. }));
+    (mismatch(&outcomes[mainline]) && !mismatch(&outcomes[v1])).then_some(Finding::RustMismatch)
 }
 
 /// What a run with several sides does with the known findings it meets: a

@@ -279,13 +279,8 @@ impl<'p, F: Design> Sim<'p, F> {
             }
         }
         let capacity = self.refs.pool().capacity();
-        let version = self.program.version;
-        let (of_table, of_pool) = (self.refs.version(), self.refs.pool().pool_version());
-        if of_table != version || of_pool.is_some_and(|v| v != version) {
-            let what = format_args!(
-                "at the end: built for {version}, the table reports {of_table}{}",
-                of_pool.map_or(String::new(), |v| format!(" and its pool {v}"))
-            );
+        if let Some(mismatch) = crate::designs::version_mismatch(&self.refs, self.program.version) {
+            let what = format_args!("at the end: {mismatch}");
             return Err(self.failure(Check::Version, OpKind::EndOfRun, None, capacity, what));
         }
         if let Err(e) = self.refs.pool().check_design() {
