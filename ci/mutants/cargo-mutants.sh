@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Scores the harness with cargo-mutants: every mutant of the allocator
-# (src/, package idpool) is built and run against the harness's tests only
+# (src/, package idpool) is built and run against the campaign's tests only
 # (package idpool-harness: corpus and regression replay, the smoke test,
-# the seeded exploration test, the harness's own unit tests), never against
-# the allocator's own unit tests. A mutant the harness does not catch is a
-# blind spot of the campaign; ci/mutants/survivors.md lists them.
+# the seeded exploration test), never against the allocator's own unit
+# tests nor the harness's (those test the harness's logic, not what the
+# campaign catches; building them also doubled each mutant's build). A
+# mutant the campaign does not catch is a blind spot; ci/mutants/survivors.md
+# lists them.
 #
 #   ci/mutants/cargo-mutants.sh [--list] [CARGO-MUTANTS ARGS...]
 #
@@ -16,14 +18,20 @@
 #
 # The test step runs under cargo-nextest, profile `mutants` of
 # .config/nextest.toml: every test in a process of its own, two at a time,
-# the fast ones first, and the step stops at the first failure (cargo test
-# would run the corpus replay and the seeded exploration, over a minute,
-# before the regressions that catch a mutant in a second).
+# the fast ones first, and the step stops at the first failure, killing
+# the tests still running (cargo test would run the corpus replay and the
+# seeded exploration, over a minute, before the regressions that catch a
+# mutant in a second). A test that runs far past its usual time (a grow
+# that never ends) is killed by nextest's slow-timeout and fails: the fuzz
+# targets report the same hang as a `timeout-` artifact.
 #
-# MUTANT_TEST_TIMEOUT (default 300) bounds one mutant's test step, in
-# seconds: the whole step (a survivor's) takes about 40 s on 2 cores, up
-# to two minutes when they are loaded, and a mutant that makes a grow
-# never end runs into it.
+# MUTANT_TEST_TIMEOUT (default 300) bounds one mutant's whole test step,
+# in seconds: a survivor's takes about 40 s on 2 free cores, up to two
+# minutes when they are loaded.
+#
+# Mutants are built without debug info (CARGO_PROFILE_TEST_DEBUG=0): a
+# mutant's build is mostly the harness's codegen, and the line tables
+# added about a third to it; a failing test still names its step.
 #
 # Mutants of Debug and Display formatting are excluded (--exclude-re
 # below): no target compares a message's wording with a model.
@@ -49,16 +57,17 @@ if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; the
     step "installing cargo-mutants $CARGO_MUTANTS_VERSION"
     cargo install --locked --version "$CARGO_MUTANTS_VERSION" cargo-mutants
 fi
-if ! cargo nextest --version >/dev/null 2>&1; then
-    step "installing cargo-nextest $CARGO_NEXTEST_VERSION"
+nextest_version=$(cargo nextest --version 2>/dev/null | awk '{print $2}')
+if [ -z "$nextest_version" ] || [ "$(printf '%s\n%s\n' "$CARGO_NEXTEST_VERSION" "$nextest_version" | sort -V | head -1)" != "$CARGO_NEXTEST_VERSION" ]; then
+    step "installing cargo-nextest $CARGO_NEXTEST_VERSION (found: ${nextest_version:-none})"
     cargo install --locked --version "$CARGO_NEXTEST_VERSION" cargo-nextest
 fi
 export NEXTEST_PROFILE=mutants
 
-# The harness's test step: the corpus and regression replay, the smoke
-# test, the seeded exploration test and its unit tests; not the allocator's
-# own tests, nor the slower planted-bug and script checks.
-tests=(--lib --test=corpus --test=regressions --test=smoke --test=explore)
+# The campaign's test step: the corpus and regression replay, the smoke
+# test and the seeded exploration test; not the allocator's own tests, nor
+# the harness's unit tests, nor the slower planted-bug and script checks.
+tests=(--test=corpus --test=regressions --test=smoke --test=explore)
 common=(
     --dir "$ROOT"
     --package idpool
@@ -81,5 +90,5 @@ mkdir -p "$out"
 step "baseline: the harness's test step on the unmutated tree"
 (cd "$ROOT" && cargo nextest run -p idpool-harness "${tests[@]}")
 step "cargo-mutants over src/, tested by idpool-harness only; results in $out/mutants.out"
-cargo mutants "${common[@]}" --baseline skip --timeout "${MUTANT_TEST_TIMEOUT:-300}" \
+CARGO_PROFILE_TEST_DEBUG=0 cargo mutants "${common[@]}" --baseline skip --timeout "${MUTANT_TEST_TIMEOUT:-300}" \
     --output "$out" --no-shuffle "${args[@]}"
