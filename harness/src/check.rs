@@ -94,6 +94,8 @@ pub enum Check {
     /// A table (or its pool, where the pool keeps one) reports another
     /// version than the one it was built for.
     Version,
+    /// Whether the table says its process has died, against the model.
+    Death,
     /// The kernel's own C and ours disagree (`kernel_dbitmap`).
     Kernel,
     /// A panic that came from no check; the name is the first clause of
@@ -132,6 +134,7 @@ impl Display for Check {
             Check::Warning => "warning",
             Check::VersionsDiffer => "versions differ",
             Check::Version => "version",
+            Check::Death => "process death",
             Check::Kernel => "kernel",
             Check::Panic(what) => return write!(f, "panic: {what}"),
         })

@@ -33,7 +33,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::{
     AllocSite, AugmentedTree, BuildError, Corruption, DBitmap, Error, FastPool, HandleTable,
-    IdPool, InvariantViolation, LinearScan, NodeId, RefInfo, Request, Shrinker, Version, Warning,
+    Faults, IdPool, InvariantViolation, LinearScan, NodeId, NodeRefs, RefInfo, Request,
+    SharedHandleTable, Shrinker, Version, Warning,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -627,43 +628,142 @@ trait AnyTable {
     fn drain_warnings(&mut self) -> Vec<Warning>;
     fn pending_failures(&self) -> u32;
     fn capacity(&self) -> usize;
-    fn by_handle(&self) -> &BTreeMap<u32, RefInfo>;
-    fn by_node(&self) -> &BTreeMap<NodeId, u32>;
+    /// The table's `by_handle` and `by_node` against the model's
+    /// ([`model::compare`], [`model::compare_nodes`]), once `invariants`
+    /// (the table's own check, or what the model expects of it) is `Ok`.
+    fn compare_maps(
+        &self,
+        invariants: Result<(), InvariantViolation>,
+        model: &HandleModel,
+    ) -> Result<(), Mismatch>;
     fn check_invariants(&self) -> Result<(), InvariantViolation>;
     fn reclaim(&mut self) -> Option<usize>;
     fn check_design(&self) -> Result<(), String>;
     /// How the versions the table and its pool report differ from
     /// `built_for` ([`designs::version_mismatch`]).
     fn version_mismatch(&self, built_for: Version) -> Option<String>;
+    /// Whether the table says its process has died.
+    fn is_dead(&self) -> bool;
     /// The pool's bits that `probe` names against the model's
     /// expectation, read one id at a time ([`crate::bits`]).
     fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>>;
 }
 
-/// A table of flavour `F` built for one version, under its failure name.
-struct Versioned<F: Design> {
-    table: HandleTable<F>,
+/// How a side reaches its table: owned ([`HandleTable`]), or behind the
+/// real lock that threads share ([`SharedHandleTable`], one lock per
+/// critical section, driven here by one thread). The runner holds both to
+/// the same checks, so the wrapper real threads use is part of the
+/// campaign too.
+trait TableAccess: Sized {
+    type F: Design;
+    fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError>;
+    fn run(&mut self, request: Request) -> Result<u32, Error>;
+    fn lookup(&self, node: NodeId) -> Option<u32>;
+    fn kill(&mut self);
+    fn faults(&self) -> &Faults;
+    fn drain_warnings(&mut self) -> Vec<Warning>;
+    fn capacity(&self) -> usize;
+    fn check_invariants(&self) -> Result<(), InvariantViolation>;
+    fn reclaim(&mut self) -> Option<usize>;
+    /// `f` on the table's state (under the lock, for the shared table).
+    fn read<R>(&self, f: impl FnOnce(&NodeRefs<Self::F>) -> R) -> R;
+}
+
+impl<F: Design> TableAccess for HandleTable<F> {
+    type F = F;
+    fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError> {
+        match start {
+            None => Ok(HandleTable::with_version(version)),
+            Some(start) => HandleTable::from_handles(version, start.pairs().iter().copied()),
+        }
+    }
+    fn run(&mut self, request: Request) -> Result<u32, Error> {
+        HandleTable::run(self, request)
+    }
+    fn lookup(&self, node: NodeId) -> Option<u32> {
+        HandleTable::lookup(self, node)
+    }
+    fn kill(&mut self) {
+        HandleTable::kill(self)
+    }
+    fn faults(&self) -> &Faults {
+        HandleTable::faults(self)
+    }
+    fn drain_warnings(&mut self) -> Vec<Warning> {
+        HandleTable::drain_warnings(self)
+    }
+    fn capacity(&self) -> usize {
+        HandleTable::capacity(self)
+    }
+    fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        self.refs().check_invariants()
+    }
+    fn reclaim(&mut self) -> Option<usize> {
+        F::reclaim_table(self)
+    }
+    fn read<R>(&self, f: impl FnOnce(&NodeRefs<F>) -> R) -> R {
+        f(self.refs())
+    }
+}
+
+impl<F: Design> TableAccess for SharedHandleTable<F> {
+    type F = F;
+    fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError> {
+        match start {
+            None => Ok(SharedHandleTable::with_version(version)),
+            Some(start) => SharedHandleTable::from_handles(version, start.pairs().iter().copied()),
+        }
+    }
+    fn run(&mut self, request: Request) -> Result<u32, Error> {
+        SharedHandleTable::run(self, request)
+    }
+    fn lookup(&self, node: NodeId) -> Option<u32> {
+        SharedHandleTable::lookup(self, node)
+    }
+    fn kill(&mut self) {
+        SharedHandleTable::kill(self)
+    }
+    fn faults(&self) -> &Faults {
+        SharedHandleTable::faults(self)
+    }
+    fn drain_warnings(&mut self) -> Vec<Warning> {
+        SharedHandleTable::drain_warnings(self)
+    }
+    fn capacity(&self) -> usize {
+        self.read(|refs| refs.pool().capacity())
+    }
+    fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        SharedHandleTable::check_invariants(self)
+    }
+    /// No side runs the shrinker through the lock (see [`sides`]).
+    fn reclaim(&mut self) -> Option<usize> {
+        None
+    }
+    fn read<R>(&self, f: impl FnOnce(&NodeRefs<F>) -> R) -> R {
+        self.with_refs(|refs| f(refs))
+    }
+}
+
+/// A table built for one version, under its failure name.
+struct Versioned<T: TableAccess> {
+    table: T,
     name: &'static str,
 }
 
-impl<F: Design> Versioned<F> {
+impl<T: TableAccess + 'static> Versioned<T> {
     /// A new process's table, or one built from `start`'s handles: the
     /// error names the table.
     fn boxed(
         version: Version,
         start: Option<&StartSet>,
     ) -> Result<Box<dyn AnyTable>, (&'static str, BuildError)> {
-        let name = history::side_name(F::NAME, version);
-        let table = match start {
-            None => HandleTable::<F>::with_version(version),
-            Some(start) => HandleTable::<F>::from_handles(version, start.pairs().iter().copied())
-                .map_err(|e| (name, e))?,
-        };
+        let name = history::side_name(<T::F as idpool::Flavour>::NAME, version);
+        let table = T::build(version, start).map_err(|e| (name, e))?;
         Ok(Box::new(Versioned { table, name }))
     }
 }
 
-impl<F: Design> AnyTable for Versioned<F> {
+impl<T: TableAccess> AnyTable for Versioned<T> {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -694,26 +794,34 @@ impl<F: Design> AnyTable for Versioned<F> {
     fn capacity(&self) -> usize {
         self.table.capacity()
     }
-    fn by_handle(&self) -> &BTreeMap<u32, RefInfo> {
-        self.table.refs().by_handle()
-    }
-    fn by_node(&self) -> &BTreeMap<NodeId, u32> {
-        self.table.refs().by_node()
+    fn compare_maps(
+        &self,
+        invariants: Result<(), InvariantViolation>,
+        model: &HandleModel,
+    ) -> Result<(), Mismatch> {
+        self.table.read(|refs| {
+            model::compare(invariants, refs.by_handle(), model)
+                .and_then(|()| model::compare_nodes(refs.by_node(), model))
+        })
     }
     fn check_invariants(&self) -> Result<(), InvariantViolation> {
-        self.table.refs().check_invariants()
+        self.table.check_invariants()
     }
     fn reclaim(&mut self) -> Option<usize> {
-        F::reclaim_table(&mut self.table)
+        self.table.reclaim()
     }
     fn check_design(&self) -> Result<(), String> {
-        self.table.refs().pool().check_design()
+        self.table.read(|refs| refs.pool().check_design())
     }
     fn version_mismatch(&self, built_for: Version) -> Option<String> {
-        designs::version_mismatch(self.table.refs(), built_for)
+        self.table
+            .read(|refs| designs::version_mismatch(refs, built_for))
+    }
+    fn is_dead(&self) -> bool {
+        self.table.read(NodeRefs::is_dead)
     }
     fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>> {
-        model.compare_bits(self.table.refs().pool(), probe)
+        self.table.read(|refs| model.compare_bits(refs.pool(), probe))
     }
 }
 
@@ -733,42 +841,48 @@ const FLAVOURS: usize = 6;
 /// the Rust version (they run the Rust versions only, see
 /// [`idpool::Flavour::supports`]); then, when asked, a second `DBitmap` and a
 /// second `IdPool` on the versions beside.
+///
+/// The first side, the Rust driver's own allocator, runs through
+/// [`SharedHandleTable`], the wrapper real threads share (its lock taken
+/// once per critical section, as Binder takes it); every other side owns
+/// its [`HandleTable`]. Both wrappers are the allocator's, and each is held
+/// to its own model, so a slip in either shows on its side.
 fn sides(v: &Versions, start: Option<&StartSet>) -> Result<Vec<Side>, (&'static str, BuildError)> {
     let mut sides: Vec<Side> = vec![
         (
-            Versioned::<IdPool>::boxed(v.rust, start)?,
+            Versioned::<SharedHandleTable<IdPool>>::boxed(v.rust, start)?,
             TableModel::new(Some(Policy::Rust), v.rust).started(start),
         ),
         (
-            Versioned::<DBitmap>::boxed(v.c, start)?,
+            Versioned::<HandleTable<DBitmap>>::boxed(v.c, start)?,
             TableModel::new(Some(Policy::C), v.c).started(start),
         ),
         (
-            Versioned::<LinearScan>::boxed(v.rust, start)?,
+            Versioned::<HandleTable<LinearScan>>::boxed(v.rust, start)?,
             TableModel::new(None, v.rust).started(start),
         ),
         (
-            Versioned::<FastPool>::boxed(v.rust, start)?,
+            Versioned::<HandleTable<FastPool>>::boxed(v.rust, start)?,
             TableModel::new(Some(Policy::Rust), v.rust).started(start),
         ),
         (
-            Versioned::<AugmentedTree>::boxed(v.rust, start)?,
+            Versioned::<HandleTable<AugmentedTree>>::boxed(v.rust, start)?,
             TableModel::tree(v.rust).started(start),
         ),
         (
-            Versioned::<Shrinker>::boxed(v.rust, start)?,
+            Versioned::<HandleTable<Shrinker>>::boxed(v.rust, start)?,
             TableModel::shrinker(v.rust).started(start),
         ),
     ];
     if let Some(c) = v.c_versus {
         sides.push((
-            Versioned::<DBitmap>::boxed(c, start)?,
+            Versioned::<HandleTable<DBitmap>>::boxed(c, start)?,
             TableModel::new(Some(Policy::C), c).started(start),
         ));
     }
     if let Some(rust) = v.rust_versus {
         sides.push((
-            Versioned::<IdPool>::boxed(rust, start)?,
+            Versioned::<HandleTable<IdPool>>::boxed(rust, start)?,
             TableModel::new(Some(Policy::Rust), rust).started(start),
         ));
     }
@@ -1312,6 +1426,15 @@ fn check_bits(
     })
 }
 
+/// A process's state in a failure message.
+pub(crate) fn life(dead: bool) -> &'static str {
+    if dead {
+        "dead"
+    } else {
+        "alive"
+    }
+}
+
 fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -> Checked {
     let name = table.name();
     if let Some(mismatch) = table.version_mismatch(model.version) {
@@ -1319,6 +1442,17 @@ fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -
             Check::Version,
             Some(name),
             format_args!("{name}: {mismatch}"),
+        ));
+    }
+    if table.is_dead() != model.dead {
+        return Err(at.failure(
+            Check::Death,
+            Some(name),
+            format_args!(
+                "{name}: the table says the process is {}, the model {}",
+                life(table.is_dead()),
+                life(model.dead)
+            ),
         ));
     }
     if let Err(e) = table.check_design() {
@@ -1351,8 +1485,7 @@ fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -
         }
         (result, _) => result,
     };
-    let compared = model::compare(invariants, table.by_handle(), &model.refs)
-        .and_then(|()| model::compare_nodes(table.by_node(), &model.refs));
+    let compared = table.compare_maps(invariants, &model.refs);
     match compared {
         Ok(()) => Ok(()),
         Err(Mismatch::Invariant(violation)) => Err(at.failure(
@@ -1641,7 +1774,7 @@ mod tests {
             capacity: 64,
         };
         let (v3, june) = (Version::CV3, Version::C2024_06);
-        let table = Versioned::<DBitmap>::boxed(v3, None).expect("a new table");
+        let table = Versioned::<HandleTable<DBitmap>>::boxed(v3, None).expect("a new table");
         let own = TableModel::new(Some(Policy::C), v3);
         assert_eq!(check_whole(&at, table.as_ref(), &own), Ok(()));
         let other = TableModel::new(Some(Policy::C), june);
@@ -1654,6 +1787,41 @@ mod tests {
             "{}",
             failure.message
         );
+    }
+
+    /// The whole check reads the table's own `is_dead` against the
+    /// model's: a killed table beside a model that saw no kill fails, and
+    /// passes once the model has seen it; the shared side (the lock real
+    /// threads take) is held to it like the owned ones.
+    #[test]
+    fn the_whole_check_holds_a_table_to_its_models_death() {
+        let op = TableOp::Kill;
+        let at = At {
+            target: "handle_table",
+            step: 0,
+            op: &op,
+            capacity: 64,
+        };
+        let rust = Version::RustMainline;
+        for mut table in [
+            Versioned::<SharedHandleTable<IdPool>>::boxed(rust, None).expect("a new table"),
+            Versioned::<HandleTable<IdPool>>::boxed(rust, None).expect("a new table"),
+        ] {
+            let mut model = TableModel::new(Some(Policy::Rust), rust);
+            assert_eq!(check_whole(&at, table.as_ref(), &model), Ok(()));
+            table.kill();
+            let failure = check_whole(&at, table.as_ref(), &model).expect_err("killed, alive");
+            assert_eq!(failure.check, Check::Death);
+            assert!(
+                failure
+                    .message
+                    .contains("the table says the process is dead, the model alive"),
+                "{}",
+                failure.message
+            );
+            model.dead = true;
+            assert_eq!(check_whole(&at, table.as_ref(), &model), Ok(()));
+        }
     }
 
     /// Operations from their trace text, one a line.

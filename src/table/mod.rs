@@ -308,11 +308,6 @@ impl<F: Flavour> NodeRefs<F> {
         self.version
     }
 
-    /// The warnings logged so far and not yet drained, oldest first.
-    pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
-    }
-
     /// Takes the warnings logged so far, oldest first, leaving none.
     pub fn drain_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.warnings)
@@ -639,6 +634,22 @@ impl<F: Flavour> SharedHandleTable<F> {
             refs: Mutex::new(NodeRefs::with_version(version)),
             faults: Faults::default(),
         }
+    }
+
+    /// The shared table of a process that already holds one reference to
+    /// each `(handle, node)` pair (see [`NodeRefs::from_handles`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`NodeRefs::from_handles`].
+    pub fn from_handles(
+        version: Version,
+        handles: impl IntoIterator<Item = (u32, NodeId)>,
+    ) -> Result<Self, BuildError> {
+        Ok(SharedHandleTable {
+            refs: Mutex::new(NodeRefs::from_handles(version, handles)?),
+            faults: Faults::default(),
+        })
     }
 
     /// Takes the warnings logged so far, under the lock.

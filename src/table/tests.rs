@@ -750,7 +750,7 @@ fn rust_mainline_mismatch_warns_einval() {
         Err(Error::Mismatch { id: 2 })
     );
     assert_eq!(
-        t.refs().warnings(),
+        t.drain_warnings(),
         [Warning::Mismatch {
             id: 2,
             warn_on: true

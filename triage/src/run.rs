@@ -52,6 +52,9 @@ pub fn explain(failure: &Failure) -> &'static str {
         Check::Version => {
             "a table or its pool follows another upstream version than the one it was built for"
         }
+        Check::Death => {
+            "the table says its process is dead when it is alive, or alive when it is dead"
+        }
         Check::FlavoursDisagree => {
             "the table flavours (mainline's three and the designs) handed out different ids for the same history"
         }
