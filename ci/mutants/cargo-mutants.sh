@@ -76,7 +76,10 @@ common=(
     --exclude-re '<impl (core::|std::)?(fmt::)?(Debug|Display) for '
     --exclude-re '<impl std::error::Error for '
 )
-for t in "${tests[@]}"; do common+=("--cargo-test-arg=$t"); done
+# --cargo-arg, not --cargo-test-arg: cargo-mutants builds each mutant with
+# `cargo nextest run --no-run` first, which without them would also build
+# every other test binary of the harness, its unit tests' above all.
+for t in "${tests[@]}"; do common+=("--cargo-arg=$t"); done
 if [ "$list" = 1 ]; then
     exec cargo mutants --list "${common[@]}" "${args[@]}"
 fi

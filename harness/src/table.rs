@@ -32,8 +32,8 @@ use crate::Events;
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::{
-    AllocSite, AugmentedTree, BuildError, Corruption, DBitmap, Error, FastPool, HandleTable,
-    Faults, IdPool, InvariantViolation, LinearScan, NodeId, NodeRefs, RefInfo, Request,
+    AllocSite, AugmentedTree, BuildError, Corruption, DBitmap, Error, FastPool, Faults,
+    HandleTable, IdPool, InvariantViolation, LinearScan, NodeId, NodeRefs, RefInfo, Request,
     SharedHandleTable, Shrinker, Version, Warning,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -657,7 +657,18 @@ trait AnyTable {
 trait TableAccess: Sized {
     type F: Design;
     fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError>;
-    fn run(&mut self, request: Request) -> Result<u32, Error>;
+    fn insert_or_update_handle(&mut self, node: NodeId, is_manager: bool) -> Result<u32, Error>;
+    fn increment(&mut self, handle: u32) -> Result<u32, Error>;
+    fn decrement(&mut self, handle: u32) -> Result<u32, Error>;
+    /// A request through the entry point a driver calls for it (each is
+    /// the table's `run` of that request).
+    fn run(&mut self, request: Request) -> Result<u32, Error> {
+        match request {
+            Request::Insert { node, is_manager } => self.insert_or_update_handle(node, is_manager),
+            Request::Increment(handle) => self.increment(handle),
+            Request::Decrement(handle) => self.decrement(handle),
+        }
+    }
     fn lookup(&self, node: NodeId) -> Option<u32>;
     fn kill(&mut self);
     fn faults(&self) -> &Faults;
@@ -677,8 +688,14 @@ impl<F: Design> TableAccess for HandleTable<F> {
             Some(start) => HandleTable::from_handles(version, start.pairs().iter().copied()),
         }
     }
-    fn run(&mut self, request: Request) -> Result<u32, Error> {
-        HandleTable::run(self, request)
+    fn insert_or_update_handle(&mut self, node: NodeId, is_manager: bool) -> Result<u32, Error> {
+        HandleTable::insert_or_update_handle(self, node, is_manager)
+    }
+    fn increment(&mut self, handle: u32) -> Result<u32, Error> {
+        HandleTable::increment(self, handle)
+    }
+    fn decrement(&mut self, handle: u32) -> Result<u32, Error> {
+        HandleTable::decrement(self, handle)
     }
     fn lookup(&self, node: NodeId) -> Option<u32> {
         HandleTable::lookup(self, node)
@@ -714,8 +731,14 @@ impl<F: Design> TableAccess for SharedHandleTable<F> {
             Some(start) => SharedHandleTable::from_handles(version, start.pairs().iter().copied()),
         }
     }
-    fn run(&mut self, request: Request) -> Result<u32, Error> {
-        SharedHandleTable::run(self, request)
+    fn insert_or_update_handle(&mut self, node: NodeId, is_manager: bool) -> Result<u32, Error> {
+        SharedHandleTable::insert_or_update_handle(self, node, is_manager)
+    }
+    fn increment(&mut self, handle: u32) -> Result<u32, Error> {
+        SharedHandleTable::increment(self, handle)
+    }
+    fn decrement(&mut self, handle: u32) -> Result<u32, Error> {
+        SharedHandleTable::decrement(self, handle)
     }
     fn lookup(&self, node: NodeId) -> Option<u32> {
         SharedHandleTable::lookup(self, node)
@@ -821,7 +844,8 @@ impl<T: TableAccess> AnyTable for Versioned<T> {
         self.table.read(NodeRefs::is_dead)
     }
     fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>> {
-        self.table.read(|refs| model.compare_bits(refs.pool(), probe))
+        self.table
+            .read(|refs| model.compare_bits(refs.pool(), probe))
     }
 }
 
