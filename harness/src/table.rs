@@ -680,35 +680,48 @@ trait TableAccess: Sized {
     fn read<R>(&self, f: impl FnOnce(&NodeRefs<Self::F>) -> R) -> R;
 }
 
+/// The constructors and entry points [`HandleTable`] and
+/// [`SharedHandleTable`] both have, under the same names and meanings:
+/// [`TableAccess`] forwards to them.
+macro_rules! forward_entry_points {
+    ($table:ident) => {
+        fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError> {
+            match start {
+                None => Ok($table::with_version(version)),
+                Some(start) => $table::from_handles(version, start.pairs().iter().copied()),
+            }
+        }
+        fn insert_or_update_handle(
+            &mut self,
+            node: NodeId,
+            is_manager: bool,
+        ) -> Result<u32, Error> {
+            $table::insert_or_update_handle(self, node, is_manager)
+        }
+        fn increment(&mut self, handle: u32) -> Result<u32, Error> {
+            $table::increment(self, handle)
+        }
+        fn decrement(&mut self, handle: u32) -> Result<u32, Error> {
+            $table::decrement(self, handle)
+        }
+        fn lookup(&self, node: NodeId) -> Option<u32> {
+            $table::lookup(self, node)
+        }
+        fn kill(&mut self) {
+            $table::kill(self)
+        }
+        fn faults(&self) -> &Faults {
+            $table::faults(self)
+        }
+        fn drain_warnings(&mut self) -> Vec<Warning> {
+            $table::drain_warnings(self)
+        }
+    };
+}
+
 impl<F: Design> TableAccess for HandleTable<F> {
     type F = F;
-    fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError> {
-        match start {
-            None => Ok(HandleTable::with_version(version)),
-            Some(start) => HandleTable::from_handles(version, start.pairs().iter().copied()),
-        }
-    }
-    fn insert_or_update_handle(&mut self, node: NodeId, is_manager: bool) -> Result<u32, Error> {
-        HandleTable::insert_or_update_handle(self, node, is_manager)
-    }
-    fn increment(&mut self, handle: u32) -> Result<u32, Error> {
-        HandleTable::increment(self, handle)
-    }
-    fn decrement(&mut self, handle: u32) -> Result<u32, Error> {
-        HandleTable::decrement(self, handle)
-    }
-    fn lookup(&self, node: NodeId) -> Option<u32> {
-        HandleTable::lookup(self, node)
-    }
-    fn kill(&mut self) {
-        HandleTable::kill(self)
-    }
-    fn faults(&self) -> &Faults {
-        HandleTable::faults(self)
-    }
-    fn drain_warnings(&mut self) -> Vec<Warning> {
-        HandleTable::drain_warnings(self)
-    }
+    forward_entry_points!(HandleTable);
     fn capacity(&self) -> usize {
         HandleTable::capacity(self)
     }
@@ -725,33 +738,7 @@ impl<F: Design> TableAccess for HandleTable<F> {
 
 impl<F: Design> TableAccess for SharedHandleTable<F> {
     type F = F;
-    fn build(version: Version, start: Option<&StartSet>) -> Result<Self, BuildError> {
-        match start {
-            None => Ok(SharedHandleTable::with_version(version)),
-            Some(start) => SharedHandleTable::from_handles(version, start.pairs().iter().copied()),
-        }
-    }
-    fn insert_or_update_handle(&mut self, node: NodeId, is_manager: bool) -> Result<u32, Error> {
-        SharedHandleTable::insert_or_update_handle(self, node, is_manager)
-    }
-    fn increment(&mut self, handle: u32) -> Result<u32, Error> {
-        SharedHandleTable::increment(self, handle)
-    }
-    fn decrement(&mut self, handle: u32) -> Result<u32, Error> {
-        SharedHandleTable::decrement(self, handle)
-    }
-    fn lookup(&self, node: NodeId) -> Option<u32> {
-        SharedHandleTable::lookup(self, node)
-    }
-    fn kill(&mut self) {
-        SharedHandleTable::kill(self)
-    }
-    fn faults(&self) -> &Faults {
-        SharedHandleTable::faults(self)
-    }
-    fn drain_warnings(&mut self) -> Vec<Warning> {
-        SharedHandleTable::drain_warnings(self)
-    }
+    forward_entry_points!(SharedHandleTable);
     fn capacity(&self) -> usize {
         self.read(|refs| refs.pool().capacity())
     }
@@ -1785,18 +1772,23 @@ mod tests {
         assert_eq!(scan_model.compare_bits(tree.refs().pool(), &probe), Ok(()));
     }
 
+    /// Where a check outside a run says it failed: step 0, `op`.
+    fn first_step(op: &TableOp) -> At<'_, TableOp> {
+        At {
+            target: "handle_table",
+            step: 0,
+            op,
+            capacity: 64,
+        }
+    }
+
     /// Each side's whole check holds it to the version its model follows
     /// (the rule's own cases are `designs`' unit test): a table of
     /// another version fails, naming both.
     #[test]
     fn the_whole_check_holds_a_table_to_its_models_version() {
         let op = TableOp::Kill;
-        let at = At {
-            target: "handle_table",
-            step: 0,
-            op: &op,
-            capacity: 64,
-        };
+        let at = first_step(&op);
         let (v3, june) = (Version::CV3, Version::C2024_06);
         let table = Versioned::<HandleTable<DBitmap>>::boxed(v3, None).expect("a new table");
         let own = TableModel::new(Some(Policy::C), v3);
@@ -1820,12 +1812,7 @@ mod tests {
     #[test]
     fn the_whole_check_holds_a_table_to_its_models_death() {
         let op = TableOp::Kill;
-        let at = At {
-            target: "handle_table",
-            step: 0,
-            op: &op,
-            capacity: 64,
-        };
+        let at = first_step(&op);
         let rust = Version::RustMainline;
         for mut table in [
             Versioned::<SharedHandleTable<IdPool>>::boxed(rust, None).expect("a new table"),
