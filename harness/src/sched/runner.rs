@@ -283,14 +283,6 @@ impl<'p, F: Design> Sim<'p, F> {
             let what = format_args!("at the end: {mismatch}");
             return Err(self.failure(Check::Version, OpKind::EndOfRun, None, capacity, what));
         }
-        if self.refs.is_dead() != self.dead {
-            let what = format_args!(
-                "at the end: the table says the process is {}, the model {}",
-                crate::table::life(self.refs.is_dead()),
-                crate::table::life(self.dead)
-            );
-            return Err(self.failure(Check::Death, OpKind::EndOfRun, None, capacity, what));
-        }
         if let Err(e) = self.refs.pool().check_design() {
             let what = format_args!("at the end: {e}");
             return Err(self.failure(
