@@ -24,7 +24,7 @@ use crate::oracle::MIN;
 use crate::pool::{Built, PoolApi, Refused, Resize, Shape, BULK_CAP_LIMIT};
 use idpool::{
     AugmentedTree, DBitmap, FastPool, FastRequest, FastResizer, Flavour, Gfp, HandleTable, IdPool,
-    LinearScan, NodeRefs, PoolResizer, ReallocRequest, Shrinker, Version,
+    LinearScan, NodeRefs, PoolResizer, ReallocRequest, SharedHandleTable, Shrinker, Version,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -79,6 +79,13 @@ pub trait Design: Flavour + PoolBits {
     /// The memory-pressure callback on a table, if the flavour has one:
     /// the ids given back.
     fn reclaim_table(table: &mut HandleTable<Self>) -> Option<usize> {
+        let _ = table;
+        None
+    }
+
+    /// The callback on a table behind the real lock
+    /// ([`SharedHandleTable`]), if the flavour has one.
+    fn reclaim_shared(table: &SharedHandleTable<Self>) -> Option<usize> {
         let _ = table;
         None
     }
@@ -156,6 +163,9 @@ impl Design for AugmentedTree {
 
 impl Design for Shrinker {
     fn reclaim_table(table: &mut HandleTable<Self>) -> Option<usize> {
+        Some(table.reclaim())
+    }
+    fn reclaim_shared(table: &SharedHandleTable<Self>) -> Option<usize> {
         Some(table.reclaim())
     }
     fn reclaim_refs(refs: &mut NodeRefs<Self>, gfp: Gfp) -> Option<usize> {

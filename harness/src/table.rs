@@ -745,9 +745,8 @@ impl<F: Design> TableAccess for SharedHandleTable<F> {
     fn check_invariants(&self) -> Result<(), InvariantViolation> {
         SharedHandleTable::check_invariants(self)
     }
-    /// No side runs the shrinker through the lock (see [`sides`]).
     fn reclaim(&mut self) -> Option<usize> {
-        None
+        F::reclaim_shared(self)
     }
     fn read<R>(&self, f: impl FnOnce(&NodeRefs<F>) -> R) -> R {
         self.with_refs(|refs| f(refs))
@@ -1438,7 +1437,7 @@ fn check_bits(
 }
 
 /// A process's state in a failure message.
-pub(crate) fn life(dead: bool) -> &'static str {
+fn life(dead: bool) -> &'static str {
     if dead {
         "dead"
     } else {
