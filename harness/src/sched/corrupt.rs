@@ -49,6 +49,10 @@ pub(super) struct CorruptBits {
     bits: Option<BTreeSet<u32>>,
     /// Warnings the version logs, not yet compared.
     pub(super) warnings: Vec<Warning>,
+    /// The ids whose bit a pick set in the record since the runner last
+    /// took them ([`CorruptBits::take_picked`]): a mismatch id the pool
+    /// offered, or the id an insert took.
+    picked: Vec<u32>,
     /// Corruptions that changed a bit.
     pub(super) applied: u32,
 }
@@ -69,6 +73,7 @@ impl CorruptBits {
             has_map,
             bits: None,
             warnings: Vec::new(),
+            picked: Vec::new(),
             applied: 0,
         }
     }
@@ -167,6 +172,14 @@ impl CorruptBits {
         }
     }
 
+    /// The ids whose bit a pick set since the last call: the lock release
+    /// reads them, so that a table that skipped one is caught at the
+    /// section that skipped it, before a release of its handle can clear
+    /// the bit again and leave no trace.
+    pub(super) fn take_picked(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.picked)
+    }
+
     /// The last reference of `handle` was dropped: its bit is cleared
     /// (a version that keeps bit 0 keeps it).
     pub(super) fn released(&mut self, handle: u32) {
@@ -240,11 +253,13 @@ impl CorruptBits {
             let manager_zero = rules.bit_zero_reserved && id == 0 && manager;
             if rules.c && !manager_zero {
                 bits.insert(id);
+                self.picked.push(id);
             }
             if !model.handles.contains_key(&id) {
                 break id;
             }
             bits.insert(id);
+            self.picked.push(id);
             match rules.on_mismatch {
                 Reaction::Crash => return Pick::Done(Err(Error::KernelBug { id })),
                 Reaction::TakeAndSearchOn => {
@@ -266,6 +281,7 @@ impl CorruptBits {
             }
             if self.has_map && cap > 0 {
                 bits.insert(id);
+                self.picked.push(id);
             }
         }
         model.add(node, id);
@@ -403,6 +419,52 @@ mod tests {
         assert_eq!(failure.check, Check::Warning, "{failure:?}");
         assert!(
             failure.message.contains("warn_on: true"),
+            "{}",
+            failure.message
+        );
+    }
+
+    /// A table whose pick met a mismatch and left the mismatch id's bit
+    /// clear is caught at that pick's lock release, not only at the next
+    /// full check: the release of that handle that follows would clear
+    /// the bit in the record too and leave no trace. Handles 1 to 6, the
+    /// bit of 3 cleared, an insert (the pool offers 3: a mismatch, the
+    /// bit is taken, `EINVAL`), then the release of handle 3 and an
+    /// insert. Mismatch id 3 is no boundary and no id the insert returned.
+    #[test]
+    fn a_mismatch_bit_the_table_left_clear_is_caught_at_its_pick() {
+        let program = Program {
+            pool: Pool::IdPool,
+            version: Version::RustMainline,
+            prefill: 6,
+            keep: 6,
+            threads: vec![vec![
+                ThreadOp::Corrupt(CorruptBit::Clear(2)),
+                ThreadOp::Insert {
+                    node: 0,
+                    manager: false,
+                },
+                ThreadOp::ReleasePrefill(3),
+                ThreadOp::Insert {
+                    node: 1,
+                    manager: false,
+                },
+            ]],
+        };
+        let e = run(&program, &mut Replay([].iter())).expect("mainline passes");
+        assert_eq!((e.corruptions, e.mismatch_einval), (1, 1), "{e:?}");
+        // Steps: the corruption, then the insert's start, its allocation
+        // and its pick (step 3).
+        let mut sim = Sim::<IdPool>::new(&program).unwrap();
+        sim.wrong_bit_after_step(3, Corruption::ClearBit(3));
+        let failure = sim.run(&mut Replay([].iter())).expect_err("found");
+        assert_eq!(
+            (&failure.check, failure.step),
+            (&Check::PoolBits, 4),
+            "{failure:?}"
+        );
+        assert!(
+            failure.message.contains("(3, true, false)"),
             "{}",
             failure.message
         );

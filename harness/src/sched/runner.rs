@@ -142,6 +142,11 @@ pub(super) struct Sim<'p, F: Flavour> {
     /// The allocator's fault plan, which carries the corruptions.
     faults: Faults,
     out: Outcome,
+    /// A change to the table's bits right after one step's critical
+    /// section, behind the model's back: a table whose section left a bit
+    /// wrong (for the tests that such a table is caught at that section).
+    #[cfg(test)]
+    wrong_after: Option<(usize, idpool::Corruption)>,
 }
 
 /// A lock release compares the whole table at least this often, besides
@@ -172,6 +177,8 @@ impl<'p, F: Design> Sim<'p, F> {
             ),
             faults: Faults::default(),
             out: Outcome::default(),
+            #[cfg(test)]
+            wrong_after: None,
         };
         let no_faults = Faults::default();
         for i in 0..program.prefill {
@@ -241,6 +248,14 @@ impl<'p, F: Design> Sim<'p, F> {
     pub(super) fn corrupt_behind_the_models_back(&mut self, c: idpool::Corruption) {
         self.faults.corrupt(c);
         self.refs.apply_corruptions(&self.faults);
+    }
+
+    /// Changes the table's bits by `c` right after the critical section
+    /// of step `step`, without telling the model: the table then looks as
+    /// if that section had left the bit wrong.
+    #[cfg(test)]
+    pub(super) fn wrong_bit_after_step(&mut self, step: usize, c: idpool::Corruption) {
+        self.wrong_after = Some((step, c));
     }
 
     /// Makes the model follow `rules` for corruption (for the test that
@@ -380,7 +395,12 @@ impl<'p, F: Design> Sim<'p, F> {
     /// - whether the step moved the capacity: a commit that resized, which
     ///   is what makes a pending resizer stale;
     /// - whether handle 0 is live: the context manager's descriptor, which
-    ///   the historical C versions handed out without looking.
+    ///   the historical C versions handed out without looking;
+    /// - while a shrink window is open, how far the highest live handle is
+    ///   below a quarter of the capacity ([`shrink_margin_class`]): the
+    ///   pending shrink goes stale when the ids climb to that quarter, so
+    ///   every insert that brings them closer is a step towards the
+    ///   interleaving a shrink must re-validate against.
     ///
     /// Capacity and fill classes, the version and the phase of every
     /// thread were components before: some 12^4 combinations hashed into
@@ -401,14 +421,21 @@ impl<'p, F: Design> Sim<'p, F> {
         };
         let grow_open = in_window([Phase::GrowAlloc, Phase::GrowCommit]);
         let shrink_open = in_window([Phase::ShrinkAlloc, Phase::ShrinkCommit]);
-        let resized = self.refs.pool().capacity() != capacity_before;
+        let capacity = self.refs.pool().capacity();
+        let resized = capacity != capacity_before;
+        let margin = if shrink_open {
+            shrink_margin_class(capacity, self.model.highest())
+        } else {
+            0
+        };
         let state = feedback::AbstractState::new("concurrent_resize")
             .with(self.program.pool as u64, 8)
             .with(u64::from(self.model.handles.contains_key(&0)), 2)
             .with(phase_class(ran), 12)
             .with(u64::from(grow_open), 2)
             .with(u64::from(shrink_open), 2)
-            .with(u64::from(resized), 2);
+            .with(u64::from(resized), 2)
+            .with(margin, SHRINK_MARGIN_CLASSES);
         feedback::observe(state);
     }
 
@@ -423,6 +450,13 @@ impl<'p, F: Design> Sim<'p, F> {
     ) -> Checked {
         let running = self.threads[t].current.as_mut().expect("runnable");
         running.op.step_locked(&mut self.refs);
+        #[cfg(test)]
+        if let Some((step, c)) = self.wrong_after {
+            if step + 1 == self.out.schedule.0.len() {
+                self.faults.corrupt(c);
+                self.refs.apply_corruptions(&self.faults);
+            }
+        }
         if others_in_flight {
             self.out.interleaved += 1;
         }
@@ -551,7 +585,8 @@ impl<'p, F: Design> Sim<'p, F> {
         }
         let what = running.what;
         self.check_warnings(t, what, phase, after)?;
-        self.check_release(t, phase, after)
+        let picked = self.corrupt.take_picked();
+        self.check_release(t, phase, after, &picked)
     }
 
     /// The warnings the table logged in this critical section against
@@ -704,9 +739,9 @@ impl<'p, F: Design> Sim<'p, F> {
             return Err(self.failure(Check::ByHandle, what.kind(), Some(phase), after, text));
         }
         self.check_warnings(t, what, phase, after)?;
-        // After a corruption, everything (the corruption's own section
-        // included).
-        let compared = match self.full_due(false) || self.corrupt.active() {
+        // A corruption's own section compares everything: the model's
+        // record of the bits against the pool's, as the corruption left them.
+        let compared = match self.full_due(false) || matches!(what, ThreadOp::Corrupt(_)) {
             true => self.compare_whole(&Probe::everything_of(after, &self.model)),
             false => self
                 .compare_bits(&Probe::boundaries(after, &self.model))
@@ -748,13 +783,23 @@ impl<'p, F: Design> Sim<'p, F> {
         due
     }
 
-    fn check_release(&self, t: usize, phase: Phase, capacity: usize) -> Checked {
+    fn check_release(&self, t: usize, phase: Phase, capacity: usize, picked: &[u32]) -> Checked {
         let running = self.threads[t].current.as_ref().expect("runnable");
         let what = running.what;
         let handles = self.refs.by_handle().len();
-        // After a corruption, everything at every release.
-        let full = self.full_due(phase.is_commit()) || self.corrupt.active();
+        // After a corruption the full check keeps its schedule: the whole
+        // table, with the disagreement the record predicts, at commits,
+        // every FULL_CHECK_EVERY releases and the end. At every release
+        // the touched ids, the boundaries and every id whose bit the
+        // model's pick set in this section (a mismatch id the pool
+        // offered: a table that skipped its bit is caught here, before a
+        // release of that handle clears it again) are read against the
+        // record.
+        let full = self.full_due(phase.is_commit());
         let mut probe = Probe::boundaries(capacity, &self.model);
+        for &id in picked {
+            probe.touch(id);
+        }
         match running.op.request() {
             Request::Increment(h) | Request::Decrement(h) => {
                 probe.touch(h);
@@ -1017,6 +1062,27 @@ fn mismatch_text(m: &Mismatch) -> String {
 }
 
 /// A class number for each phase, for the state feedback.
+/// The number of classes [`shrink_margin_class`] returns.
+const SHRINK_MARGIN_CLASSES: u64 = 6;
+
+/// How many inserts a pending shrink is from going stale: `capacity / 4`
+/// less the highest live handle (SPEC's shrink condition: the highest id
+/// below a quarter of the capacity), bucketed. 1 when the ids already
+/// reach the quarter (the shrink is stale), 2 when one insert is left,
+/// then 2 to 8, 9 to 32 and more than 32 left. 0 is for "no shrink
+/// window open", which the caller passes itself.
+fn shrink_margin_class(capacity: usize, highest: Option<u32>) -> u64 {
+    let quarter = i64::try_from(capacity / 4).unwrap_or(i64::MAX);
+    let margin = quarter - highest.map_or(-1, i64::from);
+    match margin {
+        ..=0 => 1,
+        1 => 2,
+        2..=8 => 3,
+        9..=32 => 4,
+        _ => 5,
+    }
+}
+
 fn phase_class(phase: Phase) -> u64 {
     match phase {
         Phase::Start => 0,
