@@ -73,9 +73,9 @@ fn concurrent_crafted() -> Vec<Vec<u8>> {
                 keep: 63,
                 threads: threads.clone(),
             };
-            // 0x04: thread 0 until its operation is done; 0x0d: thread 1
-            // until it waits to commit.
-            out.push(encode(&program, &[0x04, 0x0d]).expect("the header can say it"));
+            // 0x04: thread 0 until its operation is done (it has no
+            // commit); 0x05: thread 1 until its operation waits to commit.
+            out.push(encode(&program, &[0x04, 0x05]).expect("the header can say it"));
         }
     }
     out

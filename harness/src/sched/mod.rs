@@ -23,9 +23,13 @@
 //! schedule byte is one decision: its low two bits, modulo the number of
 //! runnable threads, choose the thread; bits 2-3 choose how long it runs
 //! (one step; until its current operation is done; until it has no
-//! operation left; until it holds an allocated resizer and waits to commit
-//! it); a byte of `0xf0` or more fails the allocation, if the step is one. Bursts let a short input say "this thread waits in its
-//! window while that one does a lot". When the bytes run out, the lowest
+//! operation left; until its current operation is done, commits
+//! included); the two middle ones stop early where the thread holds an
+//! allocated resizer and waits to commit it, so that a burst leaves the
+//! lock-drop window open for the next decision to fill or close. A byte
+//! of `0xf0` or more fails the allocation, if the step is one. Bursts let
+//! a short input say "this thread waits in its window while that one does
+//! a lot". When the bytes run out, the lowest
 //! runnable thread that is not waiting to commit a resize runs, and nothing
 //! fails: a thread that holds an allocated resizer commits only when the
 //! others are done, so even a schedule of no byte at all opens the widest
@@ -250,19 +254,17 @@ impl<'a> Arbitrary<'a> for Program {
                 [u.int_in_range(0..=13)?],
             _ => u.int_in_range(0..=300)?,
         };
-        // Keep the ids below a quarter of the capacity, at it, or above it:
-        // the release of the highest then shrinks, or just does not.
-        let quarter: u32 = (prefill + 1) / 4;
+        // Keep the ids at a quarter of the capacity the prefill leads to
+        // (a power of two from 64 holding ids 0 to `prefill`, SPEC's grow
+        // policy for both maps: the release of the highest then shrinks,
+        // and one insert in its window makes that shrink stale), just
+        // above it (the release does not shrink), below it (the setup
+        // shrank already), or at a few fixed levels; or release none.
+        let capacity = (prefill as usize + 1).next_power_of_two().max(64);
+        let quarter = (capacity / 4) as u32;
         let keep = match u.int_in_range(0u8..=3)? {
-            0..=1 => [
-                quarter,
-                quarter + 1,
-                quarter.saturating_sub(1),
-                1,
-                16,
-                32,
-                64,
-            ][u.int_in_range(0..=6)?],
+            0 => quarter,
+            1 => [quarter + 1, quarter - 1, 1, 16, 32, 64][u.int_in_range(0..=5)?],
             _ => prefill,
         };
         let n = match u.int_in_range(0u8..=3)? {

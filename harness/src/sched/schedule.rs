@@ -68,16 +68,21 @@ pub trait Chooser {
     fn choose(&mut self, runnable: &[usize], threads: &[ThreadView]) -> (usize, bool);
 }
 
-/// How long a thread chosen by a schedule byte keeps running.
+/// How long a thread chosen by a schedule byte keeps running. The two
+/// long bursts stop where the thread holds an allocated resizer and waits
+/// to commit it: parked in the lock-drop window that matters most, which
+/// the next decision may fill with other threads' steps (or close, by
+/// choosing the parked thread). Only [`Burst::Atomic`] runs through a
+/// commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Burst {
-    /// Until its current operation is done.
+    /// Until its current operation is done or waits to commit.
     Operation,
-    /// Until it has nothing left to run.
+    /// Until it has nothing left to run or waits to commit.
     Thread,
-    /// Until it holds an allocated resizer and waits to commit it: parked
-    /// in the lock-drop window that matters most.
-    ToCommit,
+    /// Until its current operation is done, commits included: the window
+    /// closes as soon as it opens.
+    Atomic,
 }
 
 /// Decisions read from fuzz bytes, as the module docs of
@@ -99,9 +104,9 @@ impl Chooser for ByteChooser<'_> {
         if let Some((t, burst)) = self.burst {
             let going = runnable.contains(&t)
                 && match burst {
-                    Burst::Thread => true,
-                    Burst::Operation => threads[t].mid_op,
-                    Burst::ToCommit => threads[t].mid_op && !threads[t].next_phase.is_commit(),
+                    Burst::Operation => threads[t].mid_op && !threads[t].next_phase.is_commit(),
+                    Burst::Thread => !threads[t].next_phase.is_commit(),
+                    Burst::Atomic => threads[t].mid_op,
                 };
             if going {
                 return (t, false);
@@ -121,7 +126,7 @@ impl Chooser for ByteChooser<'_> {
         self.burst = match (b >> 2) & 3 {
             1 => Some((t, Burst::Operation)),
             2 => Some((t, Burst::Thread)),
-            3 => Some((t, Burst::ToCommit)),
+            3 => Some((t, Burst::Atomic)),
             _ => None,
         };
         (t, b >= FAIL_BYTE)
