@@ -45,10 +45,12 @@ pub fn crafted(target: &str) -> Vec<Vec<u8>> {
 
 /// The context manager's insert finds the map full (handles 0 to 63 held)
 /// and drops the lock to grow it; meanwhile thread 0 releases handle 0
-/// (the manager's retry then takes 0), or thread 2 inserts another
+/// (the manager's retry then takes 0), or another thread inserts another
 /// manager node (which grows first). Schedule: thread 0 runs its insert
-/// to the end, thread 1 runs to its grow commit and waits there; then the
-/// default order runs the others first.
+/// to the end, then the second runnable thread runs to its grow commit
+/// and waits there (thread 1 in the two-thread program; thread 2 in the
+/// three-thread one, where thread 0 is done and thread 1 is the other
+/// manager); then the default order runs the others first.
 fn concurrent_crafted() -> Vec<Vec<u8>> {
     use crate::sched::{encode, Pool, Program, ThreadOp};
     use idpool::Version;
@@ -74,7 +76,8 @@ fn concurrent_crafted() -> Vec<Vec<u8>> {
                 threads: threads.clone(),
             };
             // 0x04: thread 0 until its operation is done (it has no
-            // commit); 0x05: thread 1 until its operation waits to commit.
+            // commit); 0x05: the second runnable thread until its
+            // operation waits to commit.
             out.push(encode(&program, &[0x04, 0x05]).expect("the header can say it"));
         }
     }

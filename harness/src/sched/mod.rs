@@ -256,10 +256,11 @@ impl<'a> Arbitrary<'a> for Program {
         };
         // Keep the ids at a quarter of the capacity the prefill leads to
         // (a power of two from 64 holding ids 0 to `prefill`, SPEC's grow
-        // policy for both maps: the release of the highest then shrinks,
-        // and one insert in its window makes that shrink stale), just
-        // above it (the release does not shrink), below it (the setup
-        // shrank already), or at a few fixed levels; or release none.
+        // policy for both maps: above 64 ids the release of the highest
+        // then shrinks, and one insert in its window makes that shrink
+        // stale; a pool of 64 never shrinks), just above it (the release
+        // does not shrink), below it (the setup shrank already), or at a
+        // few fixed levels; or release none.
         let capacity = (prefill as usize + 1).next_power_of_two().max(64);
         let quarter = (capacity / 4) as u32;
         let keep = match u.int_in_range(0u8..=3)? {

@@ -1061,7 +1061,6 @@ fn mismatch_text(m: &Mismatch) -> String {
     }
 }
 
-/// A class number for each phase, for the state feedback.
 /// The number of classes [`shrink_margin_class`] returns.
 const SHRINK_MARGIN_CLASSES: u64 = 6;
 
@@ -1071,6 +1070,11 @@ const SHRINK_MARGIN_CLASSES: u64 = 6;
 /// reach the quarter (the shrink is stale), 2 when one insert is left,
 /// then 2 to 8, 9 to 32 and more than 32 left. 0 is for "no shrink
 /// window open", which the caller passes itself.
+///
+/// It is a guide for the fuzzer, not a check, and it is stated for
+/// mainline's rule on the live handles: on the C v3 rule (which shrinks
+/// at the quarter too) class 1 is not yet stale, and after a corruption
+/// the pool decides on its highest set bit, which may not be a handle's.
 fn shrink_margin_class(capacity: usize, highest: Option<u32>) -> u64 {
     let quarter = i64::try_from(capacity / 4).unwrap_or(i64::MAX);
     let margin = quarter - highest.map_or(-1, i64::from);
@@ -1083,6 +1087,7 @@ fn shrink_margin_class(capacity: usize, highest: Option<u32>) -> u64 {
     }
 }
 
+/// A class number for each phase, for the state feedback.
 fn phase_class(phase: Phase) -> u64 {
     match phase {
         Phase::Start => 0,
