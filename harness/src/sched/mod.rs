@@ -261,7 +261,9 @@ impl<'a> Arbitrary<'a> for Program {
         // stale; a pool of 64 never shrinks), just above it (the release
         // does not shrink), below it (the setup shrank already), or at a
         // few fixed levels; or release none.
-        let capacity = (prefill as usize + 1).next_power_of_two().max(64);
+        let capacity = (prefill as usize + 1)
+            .next_power_of_two()
+            .max(crate::oracle::MIN);
         let quarter = (capacity / 4) as u32;
         let keep = match u.int_in_range(0u8..=3)? {
             0 => quarter,
