@@ -96,6 +96,9 @@ pub enum Check {
     Version,
     /// Whether the table says its process has died, against the model.
     Death,
+    /// How many ids the shrinker says a reclaim would give back
+    /// (`count_objects`), against the model's reclaim.
+    Reclaimable,
     /// The kernel's own C and ours disagree (`kernel_dbitmap`).
     Kernel,
     /// A panic that came from no check; the name is the first clause of
@@ -135,6 +138,7 @@ impl Display for Check {
             Check::VersionsDiffer => "versions differ",
             Check::Version => "version",
             Check::Death => "process death",
+            Check::Reclaimable => "reclaimable ids",
             Check::Kernel => "kernel",
             Check::Panic(what) => return write!(f, "panic: {what}"),
         })

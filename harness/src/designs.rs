@@ -102,6 +102,13 @@ pub trait Design: Flavour + PoolBits {
         Ok(())
     }
 
+    /// How many ids the memory-pressure callback would give back now (a
+    /// kernel shrinker's `count_objects`), for a flavour that has the
+    /// callback.
+    fn reclaimable_ids(&self) -> Option<usize> {
+        None
+    }
+
     /// The version the pool itself says it follows, for a pool whose
     /// rules depend on one (the dbitmap: bit 0, the shrink threshold).
     fn pool_version(&self) -> Option<Version> {
@@ -170,6 +177,9 @@ impl Design for Shrinker {
     }
     fn reclaim_refs(refs: &mut NodeRefs<Self>, gfp: Gfp) -> Option<usize> {
         Some(refs.reclaim(gfp))
+    }
+    fn reclaimable_ids(&self) -> Option<usize> {
+        Some(self.reclaimable())
     }
     /// Only a grow changes it, by doubling (or more: a stale grow prepared
     /// before a reclaim installs a larger map); only a reclaim lowers it.

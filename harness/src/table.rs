@@ -588,6 +588,16 @@ impl TableModel {
         }
     }
 
+    /// What the shrinker's `count_objects` must say now: the ids a reclaim
+    /// whose allocations all succeed would give back, by the model's own
+    /// reclaim rule ([`designs::reclaimed_capacity`]); `None` for a table
+    /// without the callback.
+    fn reclaimable_ids(&self) -> Option<usize> {
+        let last = self.bits.last().map(|&b| b as usize);
+        self.reclaims
+            .then(|| self.cap - designs::reclaimed_capacity(self.cap, last, false))
+    }
+
     /// Whether [`TableModel::compare_bits`] says anything of any id: the
     /// pool keeps bits, or the tree its ids.
     fn knows_bits(&self) -> bool {
@@ -644,6 +654,9 @@ trait AnyTable {
     fn version_mismatch(&self, built_for: Version) -> Option<String>;
     /// Whether the table says its process has died.
     fn is_dead(&self) -> bool;
+    /// The ids its memory-pressure callback would give back now, for a
+    /// table that has one ([`Design::reclaimable_ids`]).
+    fn reclaimable_ids(&self) -> Option<usize>;
     /// The pool's bits that `probe` names against the model's
     /// expectation, read one id at a time ([`crate::bits`]).
     fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>>;
@@ -828,6 +841,9 @@ impl<T: TableAccess> AnyTable for Versioned<T> {
     }
     fn is_dead(&self) -> bool {
         self.table.read(NodeRefs::is_dead)
+    }
+    fn reclaimable_ids(&self) -> Option<usize> {
+        self.table.read(|refs| refs.pool().reclaimable_ids())
     }
     fn compare_bits(&self, model: &TableModel, probe: &Probe) -> Result<(), Vec<bits::BitDiff>> {
         self.table
@@ -1465,6 +1481,17 @@ fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -
             ),
         ));
     }
+    let (reclaimable, expected) = (table.reclaimable_ids(), model.reclaimable_ids());
+    if reclaimable != expected {
+        return Err(at.failure(
+            Check::Reclaimable,
+            Some(name),
+            format_args!(
+                "{name}: a reclaim would give back {expected:?} ids by the model, \
+                 the table counts {reclaimable:?} (count_objects)"
+            ),
+        ));
+    }
     if let Err(e) = table.check_design() {
         return Err(at.failure(
             Check::DesignInvariant,
@@ -1832,6 +1859,29 @@ mod tests {
             model.dead = true;
             assert_eq!(check_whole(&at, table.as_ref(), &model), Ok(()));
         }
+    }
+
+    /// The whole check reads the shrinker's `count_objects` against the
+    /// model's reclaim rule: a model whose pool grew to 256 ids with none
+    /// used expects 192 back where the fresh table, at 64, counts none.
+    #[test]
+    fn the_whole_check_holds_the_shrinker_to_its_reclaimable_count() {
+        let op = TableOp::Reclaim;
+        let at = first_step(&op);
+        let rust = Version::RustMainline;
+        let table = Versioned::<HandleTable<Shrinker>>::boxed(rust, None).expect("a new table");
+        let mut model = TableModel::shrinker(rust);
+        assert_eq!(check_whole(&at, table.as_ref(), &model), Ok(()));
+        model.cap = 256;
+        let failure = check_whole(&at, table.as_ref(), &model).expect_err("256 against 64");
+        assert_eq!(failure.check, Check::Reclaimable);
+        assert!(
+            failure.message.contains(
+                "a reclaim would give back Some(192) ids by the model, the table counts Some(0)"
+            ),
+            "{}",
+            failure.message
+        );
     }
 
     /// Operations from their trace text, one a line.

@@ -55,6 +55,9 @@ pub fn explain(failure: &Failure) -> &'static str {
         Check::Death => {
             "the table says its process is dead when it is alive, or alive when it is dead"
         }
+        Check::Reclaimable => {
+            "the shrinker's count of reclaimable ids (count_objects) is not what its reclaim (scan_objects) would give back"
+        }
         Check::FlavoursDisagree => {
             "the table flavours (mainline's three and the designs) handed out different ids for the same history"
         }
