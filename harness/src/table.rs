@@ -1951,11 +1951,12 @@ mod tests {
             c: Version::C2024_06,
             ..Versions::MAINLINE
         };
-        // Planted: the fast pool's model does not shrink on release (the
-        // shrinker's), so the fast pool, a mainline side, diverges from
-        // its model at the drop-all of step 3, after the collision.
+        // Planted: the fast pool's model does not shrink on release (as
+        // the shrinker's does not), so the fast pool, a mainline side,
+        // diverges from its model at the drop-all of step 3, after the
+        // collision.
         let mut tables = sides(&versions, None).unwrap();
-        tables[3].1 = TableModel::shrinker(Version::RustMainline);
+        tables[3].1.shrinks_on_release = false;
         let failure = run_sides(&versions, tables, &ops(COLLISION_THEN_MORE))
             .expect_err("the planted divergence");
         assert_eq!(history::Finding::of(&failure), None, "{failure}");

@@ -148,9 +148,13 @@ impl CapacityModel {
             {
                 self.cap = len
             }
-            // `dbitmap_shrink`: only a map of exactly the size
+            // `dbitmap_shrink`: returns at once on a NULL map (a failed
+            // `bitmap_zalloc`, which C reaches the commit with), else
+            // installs only a map of exactly the size
             // `dbitmap_shrink_nbits` says now.
-            (Some(Policy::C), Phase::ShrinkCommit, Some(len)) if target == Some(len) => {
+            (Some(Policy::C), Phase::ShrinkCommit, Some(len))
+                if oracle::alloc_ok(Policy::C, len, self.failed[t]) && target == Some(len) =>
+            {
                 self.cap = len
             }
             _ => {}
