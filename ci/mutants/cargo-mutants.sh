@@ -10,7 +10,8 @@
 #
 #   ci/mutants/cargo-mutants.sh [--list] [CARGO-MUTANTS ARGS...]
 #
-# --list prints the mutants without running them. Other arguments go to
+# --list prints the mutants without running them; --shuffle tests them in
+# random order (a run stopped early is then a uniform sample). Other arguments go to
 # cargo-mutants, e.g. `--shard 0/8`, `--file src/bitmap.rs`, `--jobs 2`.
 # Results go to $MUTANTS_WORK/cargo-mutants/mutants.out (outcomes.json,
 # caught.txt, missed.txt, timeout.txt, unviable.txt). A full run takes
@@ -44,11 +45,16 @@ CARGO_MUTANTS_VERSION=27.1.0
 CARGO_NEXTEST_VERSION=0.9.143
 
 list=0
+# Source order by default (a run's files and lines come in the order of
+# the tree); --shuffle tests them in random order, so a run stopped early
+# is a uniform sample of its scope.
+order=--no-shuffle
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
     -h|--help) usage; exit 0 ;;
     --list) list=1; shift ;;
+    --shuffle) order=--shuffle; shift ;;
     *) args+=("$1"); shift ;;
     esac
 done
@@ -94,4 +100,4 @@ step "baseline: the harness's test step on the unmutated tree"
 (cd "$ROOT" && cargo nextest run -p idpool-harness "${tests[@]}")
 step "cargo-mutants over src/, tested by idpool-harness only; results in $out/mutants.out"
 CARGO_PROFILE_TEST_DEBUG=0 cargo mutants "${common[@]}" --baseline skip --timeout "${MUTANT_TEST_TIMEOUT:-300}" \
-    --output "$out" --no-shuffle "${args[@]}"
+    --output "$out" "$order" "${args[@]}"
