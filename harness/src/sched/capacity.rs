@@ -128,8 +128,14 @@ impl CapacityModel {
         let target = self.shrink_target(model, record);
         match (self.policy, phase, asked) {
             // `IdPool::grow`: a larger map replaces the pool, a stale one is
-            // dropped. A failed allocation never commits.
-            (Some(Policy::Rust), Phase::GrowCommit, Some(len)) => self.cap = self.cap.max(len),
+            // dropped. A failed allocation never commits (stated here too,
+            // not left to the allocator's type: a `realloc` that wrongly
+            // succeeded must not move the model).
+            (Some(Policy::Rust), Phase::GrowCommit, Some(len))
+                if oracle::alloc_ok(Policy::Rust, len, self.failed[t]) =>
+            {
+                self.cap = self.cap.max(len)
+            }
             (Some(Policy::C), Phase::GrowCommit, Some(len)) => {
                 let ok = oracle::alloc_ok(Policy::C, len, self.failed[t]);
                 match oracle::c_grow_commit(self.cap, len, !ok) {
@@ -144,7 +150,8 @@ impl CapacityModel {
             // `IdPool::shrink` recomputes the target and takes any map at
             // least that large (even one larger than the pool).
             (Some(Policy::Rust), Phase::ShrinkCommit, Some(len))
-                if target.is_some_and(|target| target <= len) =>
+                if oracle::alloc_ok(Policy::Rust, len, self.failed[t])
+                    && target.is_some_and(|target| target <= len) =>
             {
                 self.cap = len
             }
