@@ -1163,7 +1163,18 @@ fn check_after_step(
     // Where the model says nothing of any bit (the linear scan, a disabled
     // dbitmap), no bit is compared ([`crate::bits::compare`]).
     if model.knows_bits() {
-        check_step_bits(at, table, model, touched, before, boundary, last)?;
+        let mut probe = Probe::boundaries(capacity, &model.refs);
+        // Every id is read at the end, at a resize, and after any whole
+        // check of a pool of at most FULL_READ_LIMIT ids; a bigger one
+        // (built by `start-from`) is read at its boundaries and the ids the
+        // step touched in between.
+        if last || capacity != before || (whole && capacity <= FULL_READ_LIMIT) {
+            probe.everything(capacity, &model.refs);
+        }
+        for &id in touched {
+            probe.touch(id);
+        }
+        check_bits(at, table, model, &probe)?;
     }
     // After the bits: a wrong bit that moves the highest one is reported
     // as the bits' difference, not as the count that follows from it.
@@ -1171,33 +1182,6 @@ fn check_after_step(
         check_reclaimable(at, table, model)?;
     }
     Ok(())
-}
-
-/// The bits the step touched and the boundaries, or every id at the end,
-/// at a resize and at a whole check of a small pool.
-fn check_step_bits(
-    at: &At<'_, TableOp>,
-    table: &dyn AnyTable,
-    model: &TableModel,
-    touched: &[u32],
-    before: usize,
-    boundary: bool,
-    last: bool,
-) -> Checked {
-    let capacity = table.capacity();
-    let whole = boundary || capacity != before;
-    let mut probe = Probe::boundaries(capacity, &model.refs);
-    // Every id is read at the end, at a resize, and after any whole check
-    // of a pool of at most FULL_READ_LIMIT ids; a bigger one (built by
-    // `start-from`) is read at its boundaries and the ids the step touched
-    // in between.
-    if last || capacity != before || (whole && capacity <= FULL_READ_LIMIT) {
-        probe.everything(capacity, &model.refs);
-    }
-    for &id in touched {
-        probe.touch(id);
-    }
-    check_bits(at, table, model, &probe)
 }
 
 /// Tells the fuzzer which abstract state `op` led to ([`crate::feedback`]).
@@ -1893,7 +1877,7 @@ mod tests {
     /// model's reclaim rule: a model whose pool grew to 256 ids with none
     /// used expects 192 back where the fresh table, at 64, counts none.
     #[test]
-    fn the_whole_check_holds_the_shrinker_to_its_reclaimable_count() {
+    fn the_boundary_checks_hold_the_shrinker_to_its_reclaimable_count() {
         let op = TableOp::Reclaim;
         let at = first_step(&op);
         let rust = Version::RustMainline;
