@@ -245,6 +245,21 @@ pub struct TableModel {
     id_limit: Option<u32>,
 }
 
+/// Where a bulk insert's next searches may start. A bulk insert only adds
+/// handles and sets bits (its corruptions land at its first insert, and a
+/// map that goes away does not come back), so what one search passed stays
+/// taken for the next: no id in `1..gap` is free of a handle, and no id
+/// in `0..bits` is clear in the pool's bits (the map search's bound,
+/// `bits`, differs from the gap scan's, `gap`, once a corruption set a bit
+/// no handle holds: the slow scan that replaces a disabled map finds that
+/// id, the map search never does). Both start at 0 for every operation,
+/// and again when a corruption lands.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hint {
+    bits: u32,
+    gap: u32,
+}
+
 /// [`AllocSite`] as a map key.
 type SiteKey = u8;
 
@@ -285,19 +300,22 @@ impl TableModel {
 
     /// Applies the planned corruptions, as the table does at the start of
     /// its next critical section: only within the map of a pool that has
-    /// one (out-of-range indexes are ignored, like the bitmap's).
-    fn apply_corruptions(&mut self) {
+    /// one (out-of-range indexes are ignored, like the bitmap's). Whether a
+    /// bit changed.
+    fn apply_corruptions(&mut self) -> bool {
+        let mut changed = false;
         for c in std::mem::take(&mut self.corruptions) {
             if !self.has_bits() {
                 continue;
             }
-            let changed = match c {
+            changed |= match c {
                 Corruption::ClearBit(id) => self.bits.remove(&id),
                 Corruption::SetBit(id) if (id as usize) < self.cap => self.bits.insert(id),
                 Corruption::SetBit(_) => false,
             };
-            self.corrupted |= changed;
         }
+        self.corrupted |= changed;
+        changed
     }
 
     /// Whether the pool counts `id` as used, for a new ref of the context
@@ -416,18 +434,20 @@ impl TableModel {
         fails
     }
 
-    /// `insert_or_update_handle`. `hint`: no id below it is free (a bulk
-    /// insert only adds handles, so each search resumes where the last
-    /// ended); moved past the id a new handle took, and to the id a dead
-    /// process refused (the next search finds it again).
+    /// `insert_or_update_handle`. `hint`: where a bulk insert's next
+    /// searches may start ([`Hint`]); moved past the id a new handle took,
+    /// and to the id a dead process refused (the next search finds it
+    /// again).
     fn insert(
         &mut self,
         node: NodeId,
         manager: bool,
-        hint: &mut u32,
+        hint: &mut Hint,
         events: &mut Events,
     ) -> Result<u32, Error> {
-        self.apply_corruptions();
+        if self.apply_corruptions() {
+            *hint = Hint::default();
+        }
         if let Some(h) = self.refs.reference(node) {
             return Ok(h);
         }
@@ -436,19 +456,16 @@ impl TableModel {
             return Err(Error::NoMemory);
         }
         // Every version means: the smallest free id, 0 allowed for the
-        // context manager's node only. (The hint holds only while the
-        // pool's bits are the handles: a corrupted pool can hide a free
-        // handle below it, which the slow scan finds once the map is gone.)
-        let from = if self.corrupted { 0 } else { *hint };
-        let start = u32::from(!manager).max(from);
+        // context manager's node only.
+        let start = u32::from(!manager).max(hint.gap);
         // Where the map search starts: from 0 for everyone in a version
         // that reserves bit 0 (the bit keeps them off it).
         let search = if self.rules.bit_zero_reserved {
-            from
+            hint.bits
         } else {
-            start
+            u32::from(!manager).max(hint.bits)
         };
-        let id = loop {
+        let (id, gap) = loop {
             let gap = self.refs.smallest_free(start);
             if self.id_limit.is_some_and(|limit| gap >= limit) {
                 return Err(Error::NoMemory);
@@ -457,7 +474,7 @@ impl TableModel {
                 if self.policy.is_some() {
                     events.scan_fallback += 1;
                 }
-                break gap;
+                break (gap, gap);
             };
             let id = self.pool_offers(search, manager);
             // Without corruption the bits are the handles, apart from a
@@ -471,7 +488,7 @@ impl TableModel {
                 continue;
             }
             if !self.refs.handles.contains_key(&id) {
-                break id;
+                break (id, gap);
             }
             // The pool offers an id a handle holds: only after corruption.
             // Every version takes the bit first.
@@ -489,15 +506,16 @@ impl TableModel {
         };
         if self.dead && self.rules.dead_refused {
             events.dead_refused += 1;
-            *hint = id;
+            *hint = Hint { bits: id, gap };
             return Err(Error::DeadProcess);
         }
         self.refs.add(node, id);
-        *hint = id + 1;
+        hint.gap = if id == gap { gap + 1 } else { gap };
         // The map search sets the bit; a version that reserves bit 0 gives
         // the context manager's node 0 without touching the map.
         if self.has_bits() && !(self.rules.bit_zero_reserved && id == 0 && manager) {
             self.bits.insert(id);
+            hint.bits = id + 1;
         }
         Ok(id)
     }
@@ -1009,7 +1027,7 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
         }
         // A bulk insert only adds handles: each model's next search resumes
         // after the id it handed out last.
-        let mut hints = vec![0u32; tables.len()];
+        let mut hints = vec![Hint::default(); tables.len()];
         for (i, &request) in requests.iter().enumerate() {
             let of = InBulk(bulk.then_some((i, request)));
             // The capacity each comparison's two sides share before it.
@@ -1335,7 +1353,7 @@ fn run_request(
     table: &mut dyn AnyTable,
     model: &mut TableModel,
     request: Request,
-    hint: &mut u32,
+    hint: &mut Hint,
     of: &InBulk,
     touched: &mut Vec<u32>,
     events: &mut Events,
@@ -1710,7 +1728,10 @@ mod tests {
                 is_manager: false,
             };
             let h = table.run(insert).unwrap();
-            assert_eq!(model.insert(node, false, &mut 0, &mut events), Ok(h));
+            assert_eq!(
+                model.insert(node, false, &mut Hint::default(), &mut events),
+                Ok(h)
+            );
         }
         table.faults().corrupt(Corruption::SetBit(9));
         table.faults().corrupt(Corruption::ClearBit(2));
@@ -1731,6 +1752,51 @@ mod tests {
             bits::compare(pool, live_only, &probe),
             Err(vec![(0, false, true), (2, true, false), (9, false, true)])
         );
+    }
+
+    /// The hint only saves work: a bulk insert into a corrupted C pool
+    /// (a bit set that no handle holds) whose map goes away halfway (a failed grow) hands out the same ids with a
+    /// hint carried from insert to insert as with a fresh search each
+    /// time; the slow scan that replaces the map finds the id the set bit
+    /// hid, below where the map search had got to.
+    ///
+    /// A bulk insert into a corrupted pool once searched from 0 at every
+    /// insert, which made corpus inputs of thousands of handles quadratic.
+    #[test]
+    fn a_bulk_insert_answers_as_fresh_searches_do() {
+        let corrupted = || {
+            let mut model = TableModel::new(Some(Policy::C), Version::CMainline);
+            let mut events = Events::default();
+            for node in 1..=20 {
+                model
+                    .insert(node, false, &mut Hint::default(), &mut events)
+                    .unwrap();
+            }
+            model.corruptions.push(Corruption::SetBit(30));
+            model.pending_at.insert(key(AllocSite::Grow), 1);
+            model
+        };
+        let bulk = |carry: bool| {
+            let mut model = corrupted();
+            let mut events = Events::default();
+            let mut hint = Hint::default();
+            let ids: Vec<_> = (100..200)
+                .map(|node| {
+                    if !carry {
+                        hint = Hint::default();
+                    }
+                    model.insert(node, false, &mut hint, &mut events)
+                })
+                .collect();
+            (ids, model.cap, events.disabled)
+        };
+        let (ids, cap, disabled) = bulk(true);
+        assert_eq!((ids.clone(), cap, disabled), bulk(false));
+        assert_eq!((cap, disabled), (0, 1), "the grow failed: map disabled");
+        assert_eq!(ids[9], Ok(31), "the map search skips the set bit");
+        assert_eq!(ids[41], Ok(63), "the map's last id");
+        assert_eq!(ids[42], Ok(30), "the slow scan finds what the set bit hid");
+        assert_eq!(ids[43], Ok(64));
     }
 
     /// A table built from handles across the 16- and 17-bit boundaries
