@@ -406,6 +406,33 @@ mod tests {
         assert_eq!(failure.check, Check::PoolBits, "{failure:?}");
     }
 
+    /// The end of a run reads the table's own `is_dead` against the
+    /// model's: a table that thinks its process died, where no thread
+    /// killed it, is a finding (and a killed one, beside a model that saw
+    /// the kill, is not).
+    #[test]
+    fn the_end_of_a_run_holds_the_table_to_its_models_death() {
+        let lookups = |ops: Vec<ThreadOp>| Program {
+            threads: vec![ops],
+            ..one_insert_after(vec![])
+        };
+        let program = lookups(vec![ThreadOp::Lookup(0)]);
+        assert!(run(&program, &mut Replay([].iter())).is_ok());
+        let mut sim = Sim::<IdPool>::new(&program).unwrap();
+        sim.kill_behind_the_models_back();
+        let failure = sim.run(&mut Replay([].iter())).expect_err("found");
+        assert_eq!(failure.check, Check::Death, "{failure:?}");
+        assert!(
+            failure
+                .message
+                .contains("at the end: the table says the process is dead, the model alive"),
+            "{}",
+            failure.message
+        );
+        let killed = lookups(vec![ThreadOp::Kill, ThreadOp::Lookup(0)]);
+        assert!(run(&killed, &mut Replay([].iter())).is_ok());
+    }
+
     /// A warning the model does not expect is a finding: Rust mainline's
     /// table, modelled with the first posting's reaction (which logs
     /// without `WARN_ON` and searches on).

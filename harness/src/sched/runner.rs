@@ -258,6 +258,13 @@ impl<'p, F: Design> Sim<'p, F> {
         self.wrong_after = Some((step, c));
     }
 
+    /// Marks the table's process dead without telling the model (for the
+    /// test that the end of a run reads the table's death).
+    #[cfg(test)]
+    pub(super) fn kill_behind_the_models_back(&mut self) {
+        self.refs.mark_dead();
+    }
+
     /// Makes the model follow `rules` for corruption (for the test that
     /// a reaction the model does not expect is found).
     #[cfg(test)]
@@ -294,6 +301,15 @@ impl<'p, F: Design> Sim<'p, F> {
             }
         }
         let capacity = self.refs.pool().capacity();
+        if self.refs.is_dead() != self.dead {
+            let life = |dead: bool| if dead { "dead" } else { "alive" };
+            let what = format_args!(
+                "at the end: the table says the process is {}, the model {}",
+                life(self.refs.is_dead()),
+                life(self.dead)
+            );
+            return Err(self.failure(Check::Death, OpKind::EndOfRun, None, capacity, what));
+        }
         if let Some(mismatch) = crate::designs::version_mismatch(&self.refs, self.program.version) {
             let what = format_args!("at the end: {mismatch}");
             return Err(self.failure(Check::Version, OpKind::EndOfRun, None, capacity, what));
