@@ -32,34 +32,46 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Replays `path` twice: both runs must pass (or end at a known upstream
+/// finding) and agree.
+fn replay_file(target: &dyn Target, path: &Path) {
+    let name = target.name();
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let run = || {
+        check::catching(|| target.run(&data)).or_else(|failure| -> check::Checked<Events> {
+            if history::quiet(&failure) {
+                return Ok(Events::default());
+            }
+            panic!(
+                "{name}: corpus file {} fails: {failure}\n\
+                 reproduce with `cargo fuzz run {name} {}`",
+                path.display(),
+                path.display()
+            )
+        })
+    };
+    let (first, second) = (run(), run());
+    assert_eq!(
+        first,
+        second,
+        "{name}: {} is not deterministic",
+        path.display()
+    );
+}
+
+/// Replays every file of `target`'s corpus, spread over the machine's
+/// cores (a file's two runs stay on one thread).
 fn replay(target: &dyn Target) {
     let name = target.name();
     let dir = corpus_dir(name);
     let files = files(&dir);
     assert!(!files.is_empty(), "corpus {} is empty", dir.display());
-    for path in &files {
-        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let run = || {
-            check::catching(|| target.run(&data)).or_else(|failure| -> check::Checked<Events> {
-                if history::quiet(&failure) {
-                    return Ok(Events::default());
-                }
-                panic!(
-                    "{name}: corpus file {} fails: {failure}\n\
-                     reproduce with `cargo fuzz run {name} {}`",
-                    path.display(),
-                    path.display()
-                )
-            })
-        };
-        let (first, second) = (run(), run());
-        assert_eq!(
-            first,
-            second,
-            "{name}: {} is not deterministic",
-            path.display()
-        );
-    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for share in files.chunks(files.len().div_ceil(threads)) {
+            scope.spawn(move || share.iter().for_each(|path| replay_file(target, path)));
+        }
+    });
     eprintln!("{name}: replayed {} corpus files twice", files.len());
 }
 
