@@ -505,15 +505,39 @@ pub fn narrate(line: impl FnOnce() -> String) {
     });
 }
 
-/// Runs `f` with the panic hook silenced (a panic's message would only be
-/// noise: the caller catches it and keeps the value), restoring the hook
-/// afterwards.
+thread_local! {
+    /// How many [`quietly`] calls this thread is inside.
+    static QUIET: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` with this thread's panic messages silenced (a panic's message
+/// would only be noise: the caller catches it and keeps the value).
+///
+/// The panic hook is the whole process's: taking it and putting it back
+/// around `f` would race with another thread doing the same (one of them
+/// restores the silent hook for good, and every later panic of the
+/// process goes unprinted). So the process's hook is wrapped once, and
+/// the wrapper stays silent only for a thread inside `quietly`.
 pub fn quietly<T>(f: impl FnOnce() -> T) -> T {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let out = f();
-    std::panic::set_hook(hook);
-    out
+    static WRAPPED: std::sync::Once = std::sync::Once::new();
+    WRAPPED.call_once(|| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(|q| q.get()) == 0 {
+                hook(info);
+            }
+        }));
+    });
+    /// Leaves the quiet section when dropped, a panic's unwinding included.
+    struct Loud;
+    impl Drop for Loud {
+        fn drop(&mut self) {
+            QUIET.with(|q| q.set(q.get() - 1));
+        }
+    }
+    QUIET.with(|q| q.set(q.get() + 1));
+    let _loud = Loud;
+    f()
 }
 
 /// Runs `f`, turning a panic that came from no check into a [`Failure`]
@@ -588,5 +612,34 @@ impl<O: Op> At<'_, O> {
             flavour,
             format_args!("{what}: expected {expected:?}, got {actual:?}"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `quietly` leaves its thread loud again however `f` ends, a panic
+    /// that unwinds through it included, and threads doing it at once do
+    /// not leave each other quiet.
+    #[test]
+    fn quiet_sections_end_on_every_thread() {
+        let quiet = || QUIET.with(|q| q.get());
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..100 {
+                        let caught = catching::<()>(|| panic!("a check failed"));
+                        assert!(caught.is_err());
+                        let unwound =
+                            std::panic::catch_unwind(|| quietly(|| panic!("through quietly")));
+                        assert!(unwound.is_err());
+                        assert_eq!(quiet(), 0);
+                    }
+                });
+            }
+        });
+        assert_eq!(quietly(|| quietly(quiet)), 2);
+        assert_eq!(quiet(), 0);
     }
 }

@@ -1754,49 +1754,93 @@ mod tests {
         );
     }
 
-    /// The hint only saves work: a bulk insert into a corrupted C pool
-    /// (a bit set that no handle holds) whose map goes away halfway (a failed grow) hands out the same ids with a
-    /// hint carried from insert to insert as with a fresh search each
-    /// time; the slow scan that replaces the map finds the id the set bit
-    /// hid, below where the map search had got to.
+    /// A model holding handles 1 to 20, then `prepare`d, and a bulk insert
+    /// of 100 fresh nodes into it, the hint carried from insert to insert
+    /// (`carry`) or a fresh search each time: the ids, and what the model
+    /// says after (capacity, bits, warnings, events).
+    fn bulk_insert(
+        policy: Policy,
+        version: Version,
+        prepare: impl Fn(&mut TableModel),
+        carry: bool,
+    ) -> (Vec<Result<u32, Error>>, String) {
+        let mut model = TableModel::new(Some(policy), version);
+        let mut events = Events::default();
+        for node in 1..=20 {
+            model
+                .insert(node, false, &mut Hint::default(), &mut events)
+                .unwrap();
+        }
+        prepare(&mut model);
+        let mut hint = Hint::default();
+        let ids = (100..200)
+            .map(|node| {
+                if !carry {
+                    hint = Hint::default();
+                }
+                model.insert(node, false, &mut hint, &mut events)
+            })
+            .collect();
+        let after = format!(
+            "cap {} bits {:?} warnings {:?} {events:?}",
+            model.cap, model.bits, model.warnings
+        );
+        (ids, after)
+    }
+
+    /// The hint only saves work: a bulk insert hands out the same ids with
+    /// a hint carried from insert to insert as with a fresh search each
+    /// time, and leaves the model the same.
+    /// - A corrupted C pool (a bit set that no handle holds) whose map goes
+    ///   away halfway (a failed grow): the slow scan that replaces the map
+    ///   finds the id the set bit hid, below where the map search had got.
+    /// - Rust's first posting on a pool with a live handle's bit cleared:
+    ///   it takes the bit, logs, and searches on.
+    /// - Rust mainline after the process died: every insert refused.
     ///
     /// A bulk insert into a corrupted pool once searched from 0 at every
     /// insert, which made corpus inputs of thousands of handles quadratic.
     #[test]
     fn a_bulk_insert_answers_as_fresh_searches_do() {
-        let corrupted = || {
-            let mut model = TableModel::new(Some(Policy::C), Version::CMainline);
-            let mut events = Events::default();
-            for node in 1..=20 {
-                model
-                    .insert(node, false, &mut Hint::default(), &mut events)
-                    .unwrap();
-            }
-            model.corruptions.push(Corruption::SetBit(30));
-            model.pending_at.insert(key(AllocSite::Grow), 1);
-            model
+        let hidden = |m: &mut TableModel| {
+            m.corruptions.push(Corruption::SetBit(30));
+            m.pending_at.insert(key(AllocSite::Grow), 1);
         };
-        let bulk = |carry: bool| {
-            let mut model = corrupted();
-            let mut events = Events::default();
-            let mut hint = Hint::default();
-            let ids: Vec<_> = (100..200)
-                .map(|node| {
-                    if !carry {
-                        hint = Hint::default();
-                    }
-                    model.insert(node, false, &mut hint, &mut events)
-                })
-                .collect();
-            (ids, model.cap, events.disabled)
-        };
-        let (ids, cap, disabled) = bulk(true);
-        assert_eq!((ids.clone(), cap, disabled), bulk(false));
-        assert_eq!((cap, disabled), (0, 1), "the grow failed: map disabled");
+        let (ids, after) = bulk_insert(Policy::C, Version::CMainline, hidden, true);
+        assert_eq!(
+            (ids.clone(), after.clone()),
+            bulk_insert(Policy::C, Version::CMainline, hidden, false)
+        );
+        assert!(
+            after.starts_with("cap 0 bits {}"),
+            "the grow failed: map disabled: {after}"
+        );
         assert_eq!(ids[9], Ok(31), "the map search skips the set bit");
         assert_eq!(ids[41], Ok(63), "the map's last id");
         assert_eq!(ids[42], Ok(30), "the slow scan finds what the set bit hid");
         assert_eq!(ids[43], Ok(64));
+
+        let cleared = |m: &mut TableModel| m.corruptions.push(Corruption::ClearBit(5));
+        let (ids, after) = bulk_insert(Policy::Rust, Version::RustV1, cleared, true);
+        assert_eq!(
+            (ids.clone(), after.clone()),
+            bulk_insert(Policy::Rust, Version::RustV1, cleared, false)
+        );
+        assert_eq!(
+            ids[0],
+            Ok(21),
+            "the mismatch at 5 is logged, the search goes on"
+        );
+        assert!(
+            after.contains("Mismatch { id: 5, warn_on: false }"),
+            "{after}"
+        );
+
+        let dead = |m: &mut TableModel| m.dead = true;
+        let (ids, after) = bulk_insert(Policy::Rust, Version::RustMainline, dead, true);
+        let fresh = bulk_insert(Policy::Rust, Version::RustMainline, dead, false);
+        assert_eq!((ids.clone(), after.clone()), fresh);
+        assert!(ids.iter().all(|r| *r == Err(Error::DeadProcess)), "{ids:?}");
     }
 
     /// A table built from handles across the 16- and 17-bit boundaries
