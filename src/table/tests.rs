@@ -348,6 +348,11 @@ fn shared_table_survives_real_threads<F: Flavour>(version: Version) {
     // last shrink fails rightly stays big (`dbitmap_shrink` returns on NULL).
     // Nothing here is about that, so the plan is emptied first.
     while table.faults().next(AllocSite::Shrink) == Gfp::Fail {}
+    assert_eq!(
+        table.faults().pending(),
+        0,
+        "only failures anywhere were planned"
+    );
     // Drop everything: the table empties and the pool shrinks back to 64
     // (or stays disabled, for a dbitmap whose grow allocation failed).
     for h in held.into_iter().flatten() {
