@@ -1476,7 +1476,7 @@ fn check_bits(
 }
 
 /// A process's state in a failure message.
-fn life(dead: bool) -> &'static str {
+pub(crate) fn life(dead: bool) -> &'static str {
     if dead {
         "dead"
     } else {

@@ -75,43 +75,12 @@ fn replay(target: &dyn Target) {
     eprintln!("{name}: replayed {} corpus files twice", files.len());
 }
 
-/// Replays `name`'s corpus, or says why it cannot here.
-fn replay_named(name: &str) {
-    let target = registry::target(name).unwrap_or_else(|| panic!("no target {name}"));
-    match target.unavailable() {
-        Some(reason) => println!("skipped the {name} corpus replay: {reason}"),
-        None => replay(target),
-    }
-}
-
-/// One test per target, so that the test harness replays them in
-/// parallel (the biggest corpus sets the time, not their sum).
-macro_rules! replays {
-    ($($target:ident),* $(,)?) => {
-        /// The targets replayed below.
-        const REPLAYED: &[&str] = &[$(stringify!($target)),*];
-        $(
-            #[test]
-            fn $target() {
-                replay_named(stringify!($target));
-            }
-        )*
-    };
-}
-
-replays!(
-    pool_ops,
-    dbitmap_ops,
-    handle_table,
-    concurrent_resize,
-    kernel_dbitmap
-);
-
 #[test]
-fn every_traceable_target_replays_its_corpus() {
-    let traceable: Vec<&str> = registry::traceable().map(|t| t.name()).collect();
-    assert_eq!(
-        traceable, REPLAYED,
-        "a target with a corpus needs its replay test here"
-    );
+fn every_target_replays_its_corpus() {
+    for target in registry::traceable() {
+        match target.unavailable() {
+            Some(reason) => println!("skipped the {} corpus replay: {reason}", target.name()),
+            None => replay(target),
+        }
+    }
 }

@@ -302,11 +302,10 @@ impl<'p, F: Design> Sim<'p, F> {
         }
         let capacity = self.refs.pool().capacity();
         if self.refs.is_dead() != self.dead {
-            let life = |dead: bool| if dead { "dead" } else { "alive" };
             let what = format_args!(
                 "at the end: the table says the process is {}, the model {}",
-                life(self.refs.is_dead()),
-                life(self.dead)
+                crate::table::life(self.refs.is_dead()),
+                crate::table::life(self.dead)
             );
             return Err(self.failure(Check::Death, OpKind::EndOfRun, None, capacity, what));
         }
