@@ -97,6 +97,7 @@ impl Bitmap {
         matches!(self.words, Words::Inline(_))
     }
 
+    #[inline]
     fn words(&self) -> &[u64] {
         match &self.words {
             Words::Inline(w) => core::slice::from_ref(w),
@@ -126,6 +127,7 @@ impl Bitmap {
     }
 
     /// Whether bit `index` is set; `false` when `index >= len`.
+    #[inline]
     pub fn test_bit(&self, index: usize) -> bool {
         index < self.len
             && self.words()[index / BITS_PER_WORD] & (1 << (index % BITS_PER_WORD)) != 0

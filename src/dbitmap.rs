@@ -141,6 +141,7 @@ impl DBitmap {
     }
 
     /// Whether `bit` is set; `false` when disabled or out of range.
+    #[inline]
     pub fn test_bit(&self, bit: usize) -> bool {
         self.map.as_ref().is_some_and(|m| m.test_bit(bit))
     }

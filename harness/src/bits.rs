@@ -318,6 +318,55 @@ pub fn walk<B>(
     ControlFlow::Continue(())
 }
 
+/// The ids `base..base + n` (`base` a multiple of 64, `n <= 64`), each
+/// read alone with `is_used`, as a word: bit `i` is id `base + i`.
+#[inline]
+pub fn word(base: usize, n: usize, is_used: impl Fn(usize) -> bool) -> u64 {
+    debug_assert!(n <= 64, "a word holds 64 ids, not {n}");
+    debug_assert_eq!(base % 64, 0, "a word of ids starts at a multiple of 64");
+    // Said again for the optimiser: the 64 ids then share one word of a
+    // bitmap, whose load `is_used` inlined leaves out of the loop.
+    let base = base & !63;
+    (0..n).fold(0, |word, i| word | u64::from(is_used(base + i)) << i)
+}
+
+/// Reads the ids of `ids` (from a multiple of 64) a word at a time,
+/// `read(base, n)` answering the bits of ids `base..base + n` (`n <= 64`,
+/// bit `i` for id `base + i`),
+/// and compares each word with the word `members` (strictly ascending;
+/// members below `ids` are passed over) make of the same ids. Pushes the
+/// differing `(id, expected, actual)` onto `diff`, ascending, and reads no
+/// further word once `diff` holds `limit`.
+///
+/// The word at a time is the comparison's, not the pool's: a pool's
+/// `read` may still ask each id alone (see `PoolApi::bits`).
+pub fn compare_words(
+    ids: Range<usize>,
+    members: &mut Peekable<impl Iterator<Item = usize>>,
+    mut read: impl FnMut(usize, usize) -> u64,
+    diff: &mut Vec<BitDiff>,
+    limit: usize,
+) {
+    let mut base = ids.start;
+    while base < ids.end && diff.len() < limit {
+        let n = (ids.end - base).min(64);
+        let mut want = 0u64;
+        while let Some(member) = members.next_if(|&m| m < base + n) {
+            if member >= base {
+                want |= 1 << (member - base);
+            }
+        }
+        let got = read(base, n);
+        let mut differ = want ^ got;
+        while differ != 0 && diff.len() < limit {
+            let i = differ.trailing_zeros() as usize;
+            diff.push((base + i, want >> i & 1 == 1, got >> i & 1 == 1));
+            differ &= differ - 1;
+        }
+        base += n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +448,51 @@ mod tests {
                         naive(&pool, &record, zero, &read),
                         "pool {ids:?}, ids below {below}, bit 0 {zero:?}"
                     );
+                }
+            }
+        }
+    }
+
+    /// A word at a time finds exactly the differences a read per id finds,
+    /// in order and up to the limit, over ranges that end inside a word,
+    /// members below, inside and past the range, and with every id read
+    /// once through the reader.
+    #[test]
+    fn compare_words_agrees_with_a_read_per_id() {
+        let members: BTreeSet<usize> = [0, 1, 63, 64, 100, 127, 128, 200, 1000].into();
+        let pools: [&[usize]; 4] = [
+            &[0, 1, 63, 64, 100, 127, 128, 200, 1000],
+            &[1, 2, 63, 65, 100, 129, 199, 200],
+            &[],
+            &[0, 3, 4, 5, 6, 7, 8, 9, 10, 64, 128],
+        ];
+        for ids in pools {
+            let pool: BTreeSet<usize> = ids.iter().copied().collect();
+            for end in [0, 1, 63, 64, 65, 129, 201, 1001] {
+                for limit in [1, 6, 100] {
+                    let naive: Vec<BitDiff> = (0..end)
+                        .filter_map(|id| {
+                            let (want, got) = (members.contains(&id), pool.contains(&id));
+                            (want != got).then_some((id, want, got))
+                        })
+                        .take(limit)
+                        .collect();
+                    let mut diff = Vec::new();
+                    let mut read = Vec::new();
+                    compare_words(
+                        0..end,
+                        &mut members.iter().copied().peekable(),
+                        |base, n| {
+                            read.extend(base..base + n);
+                            word(base, n, |id| pool.contains(&id))
+                        },
+                        &mut diff,
+                        limit,
+                    );
+                    assert_eq!(diff, naive, "pool {ids:?}, ids below {end}, limit {limit}");
+                    if diff.len() < limit {
+                        assert_eq!(read, (0..end).collect::<Vec<_>>(), "every id read once");
+                    }
                 }
             }
         }

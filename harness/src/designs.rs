@@ -20,6 +20,7 @@
 
 use crate::bits::PoolBits;
 use crate::check::Check;
+use crate::idset::IdSet;
 use crate::oracle::MIN;
 use crate::pool::{Built, PoolApi, Refused, Resize, Shape, BULK_CAP_LIMIT};
 use idpool::{
@@ -28,6 +29,7 @@ use idpool::{
 };
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Mutex;
 
 /// The smallest handle the augmented tree refuses: mainline's ceiling of
 /// 2^30 ids (an `IdPool` of 2^30 ids cannot grow, `i32::MAX` being the
@@ -231,37 +233,44 @@ struct CeilingAnswers {
 }
 
 impl CeilingAnswers {
-    /// A fresh fast pool of `capacity` ids, built once per thread and size.
+    /// A fresh fast pool of `capacity` ids, built once per process and
+    /// size (one at 2^30 ids writes its 128 MiB summary input once: the
+    /// parallel corpus replay's threads share it).
     fn of(capacity: usize) -> CeilingAnswers {
-        thread_local! {
-            static SEEN: RefCell<Vec<(usize, CeilingAnswers)>> = const { RefCell::new(Vec::new()) };
+        static SEEN: Mutex<Vec<(usize, CeilingAnswers)>> = Mutex::new(Vec::new());
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, a)) = seen.iter().find(|(c, _)| *c == capacity) {
+            return a;
         }
-        SEEN.with(|seen| {
-            if let Some(&(_, a)) = seen.borrow().iter().find(|(c, _)| *c == capacity) {
-                return a;
-            }
-            let pool = FastPool::with_capacity(capacity, Gfp::Kernel).ok();
-            let a = CeilingAnswers {
-                built: pool.is_some(),
-                capacity: pool.as_ref().map_or(0, FastPool::capacity),
-                grow: pool.and_then(|p| p.grow_request()).map(|r| r.num_ids()),
-            };
-            seen.borrow_mut().push((capacity, a));
-            a
-        })
+        let pool = FastPool::with_capacity(capacity, Gfp::Kernel).ok();
+        let a = CeilingAnswers {
+            built: pool.is_some(),
+            capacity: pool.as_ref().map_or(0, FastPool::capacity),
+            grow: pool.and_then(|p| p.grow_request()).map(|r| r.num_ids()),
+        };
+        seen.push((capacity, a));
+        a
     }
 }
 
 impl Twin {
-    fn note<T: PartialEq + std::fmt::Debug>(&self, check: Check, what: &str, main: T, fast: T) {
+    fn note<T: PartialEq + std::fmt::Debug>(
+        &self,
+        check: Check,
+        what: impl std::fmt::Display,
+        main: T,
+        fast: T,
+    ) {
         note(&self.diverged, check, what, main, fast);
     }
 }
 
+/// Records the first difference between the two pools' answers; `what`
+/// is formatted only then.
 fn note<T: PartialEq + std::fmt::Debug>(
     diverged: &Divergence,
     check: Check,
-    what: &str,
+    what: impl std::fmt::Display,
     main: T,
     fast: T,
 ) {
@@ -306,7 +315,7 @@ impl Twin {
         note(
             &diverged,
             Check::ResetSucceeds,
-            &format!("pool of {capacity} ids built{how}"),
+            format_args!("pool of {capacity} ids built{how}"),
             main.is_ok(),
             fast.is_ok(),
         );
@@ -321,7 +330,7 @@ impl Twin {
         };
         twin.note(
             Check::Capacity,
-            &format!("capacity after a reset{how}"),
+            format_args!("capacity after a reset{how}"),
             twin.main.capacity(),
             twin.fast.capacity(),
         );
@@ -412,7 +421,7 @@ impl PoolApi for Twin {
         };
         self.note(
             Check::RequestedSize,
-            &format!("{kind:?} request"),
+            format_args!("{kind:?} request"),
             main.map(|r| r.num_ids()),
             fast_len,
         );
@@ -432,7 +441,7 @@ impl PoolApi for Twin {
             note(
                 &request.diverged,
                 Check::AllocationKept,
-                &format!("allocation of {} ids with {gfp:?}", request.main.num_ids()),
+                format_args!("allocation of {} ids with {gfp:?}", request.main.num_ids()),
                 main.is_some(),
                 fast.is_some(),
             );
@@ -489,7 +498,7 @@ impl PoolApi for Twin {
         }
         self.note(
             Check::Capacity,
-            &format!("{kind:?} commit from {before:?}"),
+            format_args!("{kind:?} commit from {before:?}"),
             self.main.capacity(),
             self.fast.capacity(),
         );
@@ -554,10 +563,37 @@ impl PoolApi for Twin {
         }
         main
     }
+    /// Both pools' used ids and the fast pool's count, as
+    /// [`Twin::used`] reads them; a difference goes to [`Twin::used`],
+    /// which notes it.
+    fn used_matches(&self, expected: &IdSet) -> bool {
+        self.main.used_ids().eq(expected.iter())
+            && self.fast.used_ids().eq(expected.iter())
+            && self.fast.count() == expected.len()
+    }
     fn is_used(&self, id: usize) -> bool {
         let (main, fast) = (self.main.is_used(id), self.fast.is_used(id));
         if main != fast {
-            self.note(Check::PoolBits, &format!("is_used({id})"), main, fast);
+            self.note(Check::PoolBits, format_args!("is_used({id})"), main, fast);
+        }
+        main
+    }
+    /// Both pools read id by id, a word at a time; the first id whose
+    /// bits differ is noted as [`Twin::is_used`] notes it.
+    #[inline]
+    fn bits(&self, base: usize, n: usize) -> u64 {
+        let main = crate::bits::word(base, n, |id| self.main.is_used(id));
+        let fast = crate::bits::word(base, n, |id| self.fast.is_used(id));
+        if main != fast {
+            let i = (main ^ fast).trailing_zeros();
+            let bit = |word: u64| word >> i & 1 == 1;
+            let id = base + i as usize;
+            self.note(
+                Check::PoolBits,
+                format_args!("is_used({id})"),
+                bit(main),
+                bit(fast),
+            );
         }
         main
     }

@@ -371,6 +371,9 @@ impl PoolApi for KernelPair {
     fn used(&self) -> Vec<usize> {
         self.ours.used_ids().collect()
     }
+    fn used_matches(&self, expected: &crate::idset::IdSet) -> bool {
+        self.ours.used_ids().eq(expected.iter())
+    }
     /// Ours' `test_bit`; the kernel's `test_bit` must agree.
     fn is_used(&self, id: usize) -> bool {
         let (kernel, ours) = (self.kernel.test_bit(id), self.ours.test_bit(id));

@@ -26,6 +26,7 @@ pub mod domain;
 pub mod feedback;
 pub mod files;
 pub mod history;
+pub mod idset;
 pub mod input;
 pub mod kernel;
 pub mod model;

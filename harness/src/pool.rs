@@ -10,14 +10,13 @@ use crate::bits;
 use crate::check::{At, Check, Checked, Op, OpKind};
 use crate::domain::{Capacity, Ceiling, Count, Point};
 use crate::feedback;
+use crate::idset::IdSet;
 use crate::oracle::{self, Policy, MAX_LEN, MIN};
 use crate::text::{arity, limits, one, parse_in, parse_point, OpText};
 use crate::Events;
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
-use core::ops::ControlFlow;
 use idpool::{Bitmap, DBitmap, Gfp, IdPool, PoolResizer, ReallocRequest};
-use std::collections::BTreeSet;
 
 /// One operation on a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -225,9 +224,24 @@ pub trait PoolApi: Sized {
     fn capacity(&self) -> usize;
     /// The used ids, ascending.
     fn used(&self) -> Vec<usize>;
+    /// Whether [`PoolApi::used`] would be exactly `expected`'s members:
+    /// the common case of the comparison, read without collecting. `false`
+    /// sends the comparison to [`PoolApi::used`], which says what differs.
+    fn used_matches(&self, expected: &IdSet) -> bool {
+        let used = self.used();
+        used.len() == expected.len() && used.into_iter().eq(expected.iter())
+    }
     /// Whether `id` is used, read alone: the narrowest public read, which
     /// shares no scan with [`PoolApi::used`] or the searches.
     fn is_used(&self, id: usize) -> bool;
+    /// The ids `base..base + n` (`n <= 64`) read one at a time with
+    /// [`PoolApi::is_used`], as a word: bit `i` is id `base + i`. The full
+    /// comparison reads the pool this way, so that it compares with the
+    /// model a word at a time; each id is still read alone.
+    #[inline]
+    fn bits(&self, base: usize, n: usize) -> u64 {
+        bits::word(base, n, |id| self.is_used(id))
+    }
     /// For a flavour that runs a second implementation beside ours (the
     /// kernel's own C, [`crate::kernel::KernelPair`]): where the two first
     /// disagreed, asked after every step. `None` for a single flavour.
@@ -317,6 +331,9 @@ impl PoolApi for IdPool {
     fn used(&self) -> Vec<usize> {
         self.used_ids().collect()
     }
+    fn used_matches(&self, expected: &IdSet) -> bool {
+        self.used_ids().eq(expected.iter())
+    }
     fn is_used(&self, id: usize) -> bool {
         IdPool::is_used(self, id)
     }
@@ -404,6 +421,9 @@ impl PoolApi for DBitmap {
     fn used(&self) -> Vec<usize> {
         self.used_ids().collect()
     }
+    fn used_matches(&self, expected: &IdSet) -> bool {
+        self.used_ids().eq(expected.iter())
+    }
     fn is_used(&self, id: usize) -> bool {
         self.test_bit(id)
     }
@@ -437,7 +457,7 @@ struct ModelPending {
 #[derive(Clone, Debug)]
 pub struct PoolModel {
     policy: Policy,
-    live: BTreeSet<usize>,
+    live: IdSet,
     /// 0 when a C map is disabled.
     cap: usize,
     pending: Vec<ModelPending>,
@@ -477,7 +497,7 @@ impl PoolModel {
     pub fn new(policy: Policy) -> Self {
         PoolModel {
             policy,
-            live: BTreeSet::new(),
+            live: IdSet::new(),
             cap: MIN,
             pending: Vec::new(),
             events: Events::default(),
@@ -525,14 +545,7 @@ impl PoolModel {
 
     /// The smallest id >= offset not in the live set, if below the capacity.
     fn smallest_free(&self, offset: usize) -> Option<usize> {
-        let mut id = offset;
-        for &used in self.live.range(offset..) {
-            if used != id {
-                break;
-            }
-            id += 1;
-        }
-        (id < self.cap).then_some(id)
+        self.live.smallest_absent(offset, self.cap)
     }
 
     fn grow_target(&self) -> Option<usize> {
@@ -540,7 +553,7 @@ impl PoolModel {
     }
 
     fn shrink_target(&self) -> Option<usize> {
-        oracle::shrink_target(self.policy, self.cap, self.live.last().copied())
+        oracle::shrink_target(self.policy, self.cap, self.live.last())
     }
 
     fn alloc_ok(&self, len: usize, fail: bool) -> bool {
@@ -682,8 +695,8 @@ pub fn run<P: PoolApi>(policy: Policy, ops: &[PoolOp]) -> Checked<Events> {
 /// by id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Touched {
-    /// These ids, read one at a time.
-    Ids(Vec<usize>),
+    /// This id, if any, read alone.
+    Id(Option<usize>),
     /// Many ids: these, read one at a time, and the whole used set.
     Bulk(Vec<usize>),
     /// The ids of this range (clipped to the capacity) and the whole used set.
@@ -698,16 +711,18 @@ impl Touched {
     }
     /// Whether the whole used set is compared.
     fn used_set(&self) -> bool {
-        !matches!(self, Touched::Ids(_))
+        !matches!(self, Touched::Id(_))
     }
     /// The ids read one at a time besides the boundaries, up to `cap`
     /// (the one past the capacity is a boundary).
-    fn ids(&self, cap: usize) -> Box<dyn Iterator<Item = usize> + '_> {
-        match self {
-            Touched::Ids(ids) | Touched::Bulk(ids) => Box::new(ids.iter().copied()),
-            Touched::Range(r) => Box::new(r.start.min(cap + 1)..r.end.min(cap + 1)),
-            Touched::Everything => Box::new(0..cap + 1),
-        }
+    fn ids(&self, cap: usize) -> impl Iterator<Item = usize> + '_ {
+        let (listed, range): (&[usize], _) = match self {
+            Touched::Id(id) => (id.as_slice(), 0..0),
+            Touched::Bulk(ids) => (ids, 0..0),
+            Touched::Range(r) => (&[], r.start.min(cap + 1)..r.end.min(cap + 1)),
+            Touched::Everything => (&[], 0..cap + 1),
+        };
+        listed.iter().copied().chain(range)
     }
 }
 
@@ -773,35 +788,31 @@ fn check_bits<P: PoolApi>(
     touched: &Touched,
 ) -> Checked {
     let cap = model.cap;
-    let last = model.live.last().copied();
+    let last = model.live.last();
     let boundaries = [0, 1, cap.saturating_sub(1), cap]
         .into_iter()
         .chain(last.into_iter().flat_map(|l| [l, l + 1]));
     let diff: Vec<(usize, bool, bool)> = if touched.is_everything() {
-        // Every id up to the capacity, walked beside the live set: the
-        // ids between two live ones are read as clear without asking the
-        // set (a lookup per id, then a step of the set per id, was the
-        // runner's hot spot); the few boundaries look their ids up.
+        // Every id up to the capacity, a word of ids at a time beside the
+        // live set (each id still read alone, `PoolApi::bits`): a call and
+        // a step of the walk per id was the runner's hot spot on deep
+        // pools; the few boundaries look their ids up.
         let mut diff = Vec::new();
-        let mut live = model.live.range(..=cap).copied().peekable();
-        let _ = bits::walk(0..cap + 1, &mut live, |id, expected| {
-            let actual = pool.is_used(id);
-            if actual != expected {
-                diff.push((id, expected, actual));
-            }
-            if diff.len() == 6 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+        let mut live = model.live.iter().take_while(|&id| id <= cap).peekable();
+        bits::compare_words(
+            0..cap + 1,
+            &mut live,
+            |base, n| pool.bits(base, n),
+            &mut diff,
+            6,
+        );
         let room = 6 - diff.len();
-        let boundaries = boundaries.map(|id| (id, model.live.contains(&id)));
+        let boundaries = boundaries.map(|id| (id, model.live.contains(id)));
         diff.extend(differing(pool, boundaries, room));
         diff
     } else {
         let ids = touched.ids(cap).chain(boundaries);
-        differing(pool, ids.map(|id| (id, model.live.contains(&id))), 6)
+        differing(pool, ids.map(|id| (id, model.live.contains(id))), 6)
     };
     if diff.is_empty() {
         return Ok(());
@@ -831,8 +842,11 @@ fn differing<P: PoolApi>(
 }
 
 fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) -> Checked {
+    if pool.used_matches(&model.live) {
+        return Ok(());
+    }
     let used = pool.used();
-    if used.len() == model.live.len() && used.iter().eq(model.live.iter()) {
+    if used.len() == model.live.len() && used.iter().copied().eq(model.live.iter()) {
         return Ok(());
     }
     let lost: Vec<_> = model
@@ -843,7 +857,7 @@ fn check_used<P: PoolApi>(at: &At<'_, PoolOp>, model: &PoolModel, pool: &P) -> C
         .collect();
     let extra: Vec<_> = used
         .iter()
-        .filter(|id| !model.live.contains(id))
+        .filter(|&&id| !model.live.contains(id))
         .take(8)
         .collect();
     Err(at.failure(
@@ -880,7 +894,7 @@ fn apply<P: PoolApi>(
                 None => model.events.pool_full += 1,
             }
             at.eq(Check::AcquiredId, expected, pool.acquire(offset))?;
-            Ok(Touched::Ids(expected.into_iter().collect()))
+            Ok(Touched::Id(expected))
         }
         PoolOp::FindThenDrop(offset) => {
             let offset = offset.resolve(model.cap);
@@ -892,20 +906,20 @@ fn apply<P: PoolApi>(
                 let expected = expected.map(|id| u32::try_from(id).expect("below 2^31"));
                 at.eq(Check::FoundId, expected, Some(handle))?;
             }
-            Ok(Touched::Ids(expected.into_iter().collect()))
+            Ok(Touched::Id(expected))
         }
         PoolOp::Release(id) => {
             let id = id.resolve(model.cap);
-            model.live.remove(&id);
+            model.live.remove(id);
             pool.release(id);
-            Ok(Touched::Ids(vec![id]))
+            Ok(Touched::Id(Some(id)))
         }
         PoolOp::Prepare { kind, fail } => {
-            prepare(at, pool, pending, model, kind, fail).map(|_| Touched::Ids(Vec::new()))
+            prepare(at, pool, pending, model, kind, fail).map(|_| Touched::Id(None))
         }
         PoolOp::Commit(k) => {
             if model.pending.is_empty() {
-                return Ok(Touched::Ids(Vec::new()));
+                return Ok(Touched::Id(None));
             }
             let k = k as usize % model.pending.len();
             let ModelPending { kind, len, ok } = model.pending.remove(k);
@@ -933,12 +947,12 @@ fn apply<P: PoolApi>(
         }
         PoolOp::ReleaseFrom(from) => {
             let from = from.resolve(model.cap);
-            let doomed: Vec<usize> = model.live.range(from..).copied().collect();
+            let doomed: Vec<usize> = model.live.from(from).collect();
             release_all(pool, model, doomed.iter().copied());
             Ok(Touched::Bulk(doomed))
         }
         PoolOp::ProbeCeiling(Ceiling(n)) => {
-            probe_ceiling(at, pool, model, n).map(|_| Touched::Ids(Vec::new()))
+            probe_ceiling(at, pool, model, n).map(|_| Touched::Id(None))
         }
         PoolOp::ResetFailing(Capacity(n)) => {
             let expected = model.reset_failing_capacity(n);
@@ -975,7 +989,7 @@ fn release_all<P: PoolApi>(
     ids: impl IntoIterator<Item = usize>,
 ) {
     for id in ids {
-        model.live.remove(&id);
+        model.live.remove(id);
         pool.release(id);
     }
 }
