@@ -20,9 +20,9 @@
 //! check (small tables, commits, the end of a run): see [`Probe`].
 
 use crate::history;
+use crate::idset::IdSet;
 use crate::model::HandleModel;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, Shrinker, Version};
-use std::collections::BTreeSet;
 use std::iter::Peekable;
 use std::ops::{ControlFlow, Range};
 
@@ -186,44 +186,22 @@ impl<I: Iterator<Item = u32>> Expected<I> {
     }
 }
 
-/// Whether each id is in `members`, both ascending: one walk beside the
-/// ids asked, in O(1) amortised per id.
-///
-/// # Panics
-///
-/// With debug assertions, when an id is asked below the one before it.
-pub fn ascending(members: impl Iterator<Item = u32>) -> impl FnMut(u32) -> bool {
-    let mut rest = members.peekable();
-    let mut asked = None;
-    move |id| {
-        debug_assert!(
-            asked.is_none_or(|before| before <= id),
-            "ids asked out of order: {id} after {asked:?}"
-        );
-        asked = Some(id);
-        while rest.next_if(|&m| m < id).is_some() {}
-        rest.peek() == Some(&id)
-    }
-}
-
 /// The pool/`by_handle` disagreement a table's invariant check must
 /// report when the pool's bits are `bits` and the live handles `model`'s:
 /// (set in the pool only, in `by_handle` only), bit 0 left out where
 /// `zero_reserved` (the reserved bit is no handle); `None` when they agree.
 /// Shared by `handle_table`'s model and the scheduler's corruption record.
 pub fn disagreement(
-    bits: &BTreeSet<u32>,
+    bits: &IdSet,
     model: &HandleModel,
     zero_reserved: bool,
 ) -> Option<(Vec<u32>, Vec<u32>)> {
-    let compared = |id: &u32| !(zero_reserved && *id == 0);
-    let mut in_tree = ascending(model.handles.keys().copied());
-    let only_in_pool: Vec<u32> = (bits.iter().copied())
-        .filter(|id| compared(id) && !in_tree(*id))
+    let compared = |id: u32| !(zero_reserved && id == 0);
+    let only_in_pool: Vec<u32> = (bits.iter().map(|id| id as u32))
+        .filter(|&id| compared(id) && !model.holds(id))
         .collect();
-    let mut in_pool = ascending(bits.iter().copied());
     let only_in_tree: Vec<u32> = (model.handles.keys().copied())
-        .filter(|id| compared(id) && !in_pool(*id))
+        .filter(|&id| compared(id) && !bits.contains(id as usize))
         .collect();
     (!only_in_pool.is_empty() || !only_in_tree.is_empty()).then_some((only_in_pool, only_in_tree))
 }
@@ -371,19 +349,7 @@ pub fn compare_words(
 mod tests {
     use super::*;
     use idpool::{Faults, NodeRefs, Request};
-
-    /// The walk answers as a lookup would, for ascending ids with gaps,
-    /// repeats, and ids past the last member.
-    #[test]
-    fn ascending_agrees_with_a_lookup() {
-        let members: BTreeSet<u32> = [0, 3, 4, 9, 64, 65, 1000].into();
-        let mut walk = ascending(members.iter().copied());
-        for id in [
-            0, 0, 1, 3, 4, 5, 9, 10, 63, 64, 65, 66, 999, 1000, 1001, 5000,
-        ] {
-            assert_eq!(walk(id), members.contains(&id), "id {id}");
-        }
-    }
+    use std::collections::BTreeSet;
 
     /// A pool that is a set of ids, for reading [`compare`] against.
     struct SetPool(BTreeSet<usize>);
@@ -521,20 +487,16 @@ mod tests {
         for (node, h) in [(1, 0), (2, 2), (3, 5)] {
             model.add(node, h);
         }
-        let bits: BTreeSet<u32> = [0, 2, 3].into();
+        let set = |ids: &[usize]| {
+            let mut bits = IdSet::new();
+            ids.iter().for_each(|&id| _ = bits.insert(id));
+            bits
+        };
+        let bits = set(&[0, 2, 3]);
         assert_eq!(disagreement(&bits, &model, false), Some((vec![3], vec![5])));
-        let bits: BTreeSet<u32> = [2, 5].into();
+        let bits = set(&[2, 5]);
         assert_eq!(disagreement(&bits, &model, true), None);
         assert_eq!(disagreement(&bits, &model, false), Some((vec![], vec![0])));
-    }
-
-    #[test]
-    #[cfg(debug_assertions)]
-    #[should_panic(expected = "ids asked out of order: 2 after Some(5)")]
-    fn ascending_refuses_ids_out_of_order() {
-        let mut walk = ascending([1, 2, 5].into_iter());
-        walk(5);
-        walk(2);
     }
 
     /// A mainline table's bits against `concurrent_resize`'s model.

@@ -8,6 +8,7 @@
 //! allocator's word scans do.
 
 use core::cell::Cell;
+use core::fmt;
 
 const BITS: usize = u64::BITS as usize;
 
@@ -18,7 +19,7 @@ const BITS: usize = u64::BITS as usize;
 /// - `len` is the number of set bits of `words`.
 /// - Every member is below `top`: `last` scans down from there and lowers
 ///   it to one past the member it finds.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct IdSet {
     words: Vec<u64>,
     len: usize,
@@ -134,6 +135,13 @@ impl IdSet {
     /// after the other.
     pub fn smallest_absent(&self, from: usize, below: usize) -> Option<usize> {
         (from..below).find(|&id| !self.contains(id))
+    }
+}
+
+/// As a set of ids, `{1, 5, 64}`, like a `BTreeSet`.
+impl fmt::Debug for IdSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
     }
 }
 

@@ -2,29 +2,47 @@
 //! `concurrent_resize`: two ordered maps and the plain gap scan, and the
 //! comparison of a real table against them.
 
+use crate::idset::IdSet;
 use idpool::{Error, InvariantViolation, NodeId, RefInfo};
 use std::collections::BTreeMap;
 
 /// `by_handle` and `by_node` as ordered maps.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// # Invariants
+///
+/// `held` has exactly the keys of `handles`: the gap scan asks it, a bit
+/// per id, where walking the map cost a tree step per id.
+#[derive(Clone, Debug, Default)]
 pub struct HandleModel {
     /// Handle -> node and reference count.
     pub handles: BTreeMap<u32, RefInfo>,
     /// Node -> handle.
     pub nodes: BTreeMap<NodeId, u32>,
+    held: IdSet,
 }
 
+/// Two models are equal when their maps are.
+impl PartialEq for HandleModel {
+    fn eq(&self, other: &Self) -> bool {
+        self.handles == other.handles && self.nodes == other.nodes
+    }
+}
+
+impl Eq for HandleModel {}
+
 impl HandleModel {
-    /// The smallest id at or above `start` that no handle holds.
+    /// The smallest id at or above `start` that no handle holds, trying
+    /// one id after the other.
     pub fn smallest_free(&self, start: u32) -> u32 {
-        let mut id = start;
-        for &h in self.handles.range(start..).map(|(h, _)| h) {
-            if h != id {
-                break;
-            }
-            id += 1;
-        }
-        id
+        let id = (self.held)
+            .smallest_absent(start as usize, 1 << 32)
+            .expect("fewer than 2^32 handles");
+        id as u32
+    }
+
+    /// Whether a handle holds `id`.
+    pub fn holds(&self, id: u32) -> bool {
+        self.held.contains(id as usize)
     }
 
     /// One more reference to `node` if it has a handle already: that handle.
@@ -41,6 +59,8 @@ impl HandleModel {
     pub fn add(&mut self, node: NodeId, id: u32) {
         self.nodes.insert(node, id);
         self.handles.insert(id, RefInfo { node, count: 1 });
+        // INVARIANT: `held` gains the key `handles` gained.
+        self.held.insert(id as usize);
     }
 
     /// One more reference through `handle`.
@@ -67,6 +87,8 @@ impl HandleModel {
         let node = info.node;
         self.handles.remove(&handle);
         self.nodes.remove(&node);
+        // INVARIANT: `held` loses the key `handles` lost.
+        self.held.remove(handle as usize);
         Ok(true)
     }
 

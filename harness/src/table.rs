@@ -21,6 +21,7 @@ use crate::designs::{self, Design};
 use crate::domain::{Count, Point};
 use crate::feedback;
 use crate::history::{self, Reaction, Rules, Versions};
+use crate::idset::IdSet;
 use crate::model::{self, HandleModel, Mismatch};
 use crate::oracle::{self, Policy};
 use crate::table_start::StartSet;
@@ -36,7 +37,7 @@ use idpool::{
     HandleTable, IdPool, InvariantViolation, LinearScan, NodeId, NodeRefs, RefInfo, Request,
     SharedHandleTable, Shrinker, Version, Warning,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A node among a few, so that the same node comes back often.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,7 +226,7 @@ pub struct TableModel {
     /// 0 for the linear scan and for a disabled dbitmap.
     cap: usize,
     /// The pool's set bits (bitmap flavours, while enabled).
-    bits: BTreeSet<u32>,
+    bits: IdSet,
     /// Corruptions planned, applied at the start of the next request.
     corruptions: Vec<Corruption>,
     /// Whether a corruption changed a bit.
@@ -270,7 +271,7 @@ fn key(site: AllocSite) -> SiteKey {
 impl TableModel {
     fn new(policy: Option<Policy>, version: Version) -> Self {
         let rules = history::rules(version);
-        let mut bits = BTreeSet::new();
+        let mut bits = IdSet::new();
         if policy.is_some() && rules.bit_zero_reserved {
             bits.insert(0);
         }
@@ -309,8 +310,8 @@ impl TableModel {
                 continue;
             }
             changed |= match c {
-                Corruption::ClearBit(id) => self.bits.remove(&id),
-                Corruption::SetBit(id) if (id as usize) < self.cap => self.bits.insert(id),
+                Corruption::ClearBit(id) => self.bits.remove(id as usize),
+                Corruption::SetBit(id) if (id as usize) < self.cap => self.bits.insert(id as usize),
                 Corruption::SetBit(_) => false,
             };
         }
@@ -330,36 +331,15 @@ impl TableModel {
         }
         // Without corruption no version means to offer a live handle's id:
         // where one does (v3's cleared bit 0), it diverges from its model.
-        self.bits.contains(&id) || (!self.corrupted && self.refs.handles.contains_key(&id))
+        self.bits.contains(id as usize) || (!self.corrupted && self.refs.holds(id))
     }
 
-    /// The smallest id at or above `start` the pool offers.
-    ///
-    /// The ids are asked in order, so [`TableModel::taken`]'s two set
-    /// lookups are answered by walking each set once beside them (a lookup
-    /// per id made a bulk insert quadratic). Descriptor 0 for the manager,
-    /// which reads differently, is asked through `taken` itself.
+    /// The smallest id at or above `start` the pool offers: each id asked
+    /// of [`TableModel::taken`] in turn (its two set reads are a bit each).
     fn pool_offers(&self, start: u32, manager: bool) -> u32 {
-        let mut id = start;
-        if id == 0 && self.rules.bit_zero_reserved && manager {
-            if !self.taken(0, manager) {
-                return 0;
-            }
-            id = 1;
-        }
-        let mut bits = self.bits.range(id..).copied().peekable();
-        let mut handles = self.refs.handles.range(id..).map(|(&h, _)| h).peekable();
-        loop {
-            while bits.next_if(|&b| b < id).is_some() {}
-            while handles.next_if(|&h| h < id).is_some() {}
-            let in_bits = bits.peek() == Some(&id);
-            let in_handles = handles.peek() == Some(&id);
-            if !(in_bits || (!self.corrupted && in_handles)) {
-                debug_assert!(!self.taken(id, manager));
-                return id;
-            }
-            id += 1;
-        }
+        (start..=u32::MAX)
+            .find(|&id| !self.taken(id, manager))
+            .expect("fewer than 2^32 ids taken")
     }
 
     /// The model of a table built from `start` (a process holding one
@@ -373,7 +353,7 @@ impl TableModel {
         for &(handle, node) in start.pairs() {
             self.refs.add(node, handle);
             if self.policy.is_some() {
-                self.bits.insert(handle);
+                self.bits.insert(handle as usize);
             }
         }
         if self.policy.is_some() {
@@ -413,7 +393,7 @@ impl TableModel {
         self.apply_corruptions();
         let fail = self.next_alloc_fails(AllocSite::Shrink);
         let before = self.cap;
-        let last = self.bits.last().map(|&b| b as usize);
+        let last = self.bits.last();
         self.cap = designs::reclaimed_capacity(before, last, fail);
         if self.cap < before {
             events.reclaimed += 1;
@@ -487,12 +467,12 @@ impl TableModel {
                 self.grow_for_insert(policy, events)?;
                 continue;
             }
-            if !self.refs.handles.contains_key(&id) {
+            if !self.refs.holds(id) {
                 break (id, gap);
             }
             // The pool offers an id a handle holds: only after corruption.
             // Every version takes the bit first.
-            self.bits.insert(id);
+            self.bits.insert(id as usize);
             match self.rules.on_mismatch {
                 Reaction::Crash => return Err(Error::KernelBug { id }),
                 Reaction::TakeAndSearchOn => {
@@ -514,7 +494,7 @@ impl TableModel {
         // The map search sets the bit; a version that reserves bit 0 gives
         // the context manager's node 0 without touching the map.
         if self.has_bits() && !(self.rules.bit_zero_reserved && id == 0 && manager) {
-            self.bits.insert(id);
+            self.bits.insert(id as usize);
             hint.bits = id + 1;
         }
         Ok(id)
@@ -552,7 +532,7 @@ impl TableModel {
             return Ok(handle);
         }
         if !(handle == 0 && self.rules.bit_zero_kept_on_release) {
-            self.bits.remove(&handle);
+            self.bits.remove(handle as usize);
         }
         let Some(policy) = self
             .policy
@@ -560,7 +540,7 @@ impl TableModel {
         else {
             return Ok(handle);
         };
-        let last = self.bits.last().map(|&b| b as usize);
+        let last = self.bits.last();
         let at_quarter =
             self.rules.shrink_at_quarter && self.cap > oracle::MIN && last == Some(self.cap / 4);
         let target = oracle::shrink_target(policy, self.cap, last)
@@ -596,7 +576,11 @@ impl TableModel {
         if !self.knows_bits() {
             Ok(())
         } else if self.has_bits() {
-            bits::compare(pool, Expected::exactly(self.bits.iter().copied()), probe)
+            bits::compare(
+                pool,
+                Expected::exactly(self.bits.iter().map(|b| b as u32)),
+                probe,
+            )
         } else {
             bits::compare(
                 pool,
@@ -611,7 +595,7 @@ impl TableModel {
     /// reclaim rule ([`designs::reclaimed_capacity`]); `None` for a table
     /// without the callback.
     fn reclaimable_ids(&self) -> Option<usize> {
-        let last = self.bits.last().map(|&b| b as usize);
+        let last = self.bits.last();
         self.reclaims
             .then(|| self.cap - designs::reclaimed_capacity(self.cap, last, false))
     }
@@ -1745,7 +1729,7 @@ mod tests {
         // reserved bit and both corruptions: the read finds nothing.
         assert!(model.has_bits() && model.knows_bits());
         assert_eq!(model.compare_bits(pool, &probe), Ok(()));
-        let record: Vec<u32> = model.bits.iter().copied().collect();
+        let record: Vec<u32> = model.bits.iter().map(|b| b as u32).collect();
         assert_eq!(record, [0, 1, 3, 9], "reserved 0, 2 cleared, 9 set");
         let live_only = Expected::exactly(model.refs.handles.keys().copied());
         assert_eq!(

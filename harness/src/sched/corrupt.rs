@@ -35,9 +35,9 @@
 use super::CorruptBit;
 use crate::bits;
 use crate::history::{Reaction, Rules};
+use crate::idset::IdSet;
 use crate::model::HandleModel;
 use idpool::{Corruption, Error, NodeId, Warning};
-use std::collections::BTreeSet;
 
 /// The pool's bits after a corruption, and the warnings the model expects.
 #[derive(Debug)]
@@ -46,7 +46,7 @@ pub(super) struct CorruptBits {
     /// Whether the flavour keeps bits at all (not the augmented tree).
     has_map: bool,
     /// `None` while the bits are the handles (and the reserved bit 0).
-    bits: Option<BTreeSet<u32>>,
+    bits: Option<IdSet>,
     /// Warnings the version logs, not yet compared.
     pub(super) warnings: Vec<Warning>,
     /// The ids whose bit a pick set in the record since the runner last
@@ -88,13 +88,16 @@ impl CorruptBits {
     /// it (`bit_zero`: set at creation, given to the context manager's
     /// node without a change to the map, cleared with descriptor 0 where
     /// the version clears it).
-    fn current(&self, model: &HandleModel, bit_zero: bool) -> BTreeSet<u32> {
+    fn current(&self, model: &HandleModel, bit_zero: bool) -> IdSet {
         match &self.bits {
             Some(bits) => bits.clone(),
             None => {
-                let mut bits: BTreeSet<u32> = model.handles.keys().copied().collect();
+                let mut bits = IdSet::new();
+                for &h in model.handles.keys() {
+                    bits.insert(h as usize);
+                }
                 if self.rules.bit_zero_reserved {
-                    bits.remove(&0);
+                    bits.remove(0);
                     if bit_zero {
                         bits.insert(0);
                     }
@@ -124,13 +127,12 @@ impl CorruptBits {
         match what {
             CorruptBit::Clear(k) => {
                 let live: Vec<u32> = (model.handles.keys().copied())
-                    .filter(|h| bits.contains(h))
+                    .filter(|&h| bits.contains(h as usize))
                     .collect();
                 nth(live, k).map(Corruption::ClearBit)
             }
             CorruptBit::Set(k) | CorruptBit::SetHigh(k) => {
-                let free =
-                    (0..cap).filter(|id| !bits.contains(id) && !model.handles.contains_key(id));
+                let free = (0..cap).filter(|&id| !bits.contains(id as usize) && !model.holds(id));
                 let free: Vec<u32> = match what {
                     CorruptBit::SetHigh(_) => free.rev().take(256).collect(),
                     _ => free.take(256).collect(),
@@ -145,8 +147,8 @@ impl CorruptBits {
     pub(super) fn apply(&mut self, c: Corruption, model: &HandleModel, bit_zero: bool) {
         let mut bits = self.current(model, bit_zero);
         let changed = match c {
-            Corruption::ClearBit(id) => bits.remove(&id),
-            Corruption::SetBit(id) => bits.insert(id),
+            Corruption::ClearBit(id) => bits.remove(id as usize),
+            Corruption::SetBit(id) => bits.insert(id as usize),
         };
         assert!(changed, "model: {c:?} was resolved to change a bit");
         self.applied += 1;
@@ -155,7 +157,7 @@ impl CorruptBits {
 
     /// The highest set bit, once the record is active.
     pub(super) fn last(&self) -> Option<Option<usize>> {
-        (self.bits.as_ref()).map(|b| b.last().map(|&b| b as usize))
+        (self.bits.as_ref()).map(IdSet::last)
     }
 
     /// The bits the model expects, once active, on a pool of `cap` ids:
@@ -167,7 +169,7 @@ impl CorruptBits {
     ) -> Option<bits::Expected<impl Iterator<Item = u32> + '_>> {
         match &self.bits {
             Some(_) if cap == 0 || !self.has_map => None,
-            Some(bits) => Some(bits::Expected::exactly(bits.iter().copied())),
+            Some(bits) => Some(bits::Expected::exactly(bits.iter().map(|b| b as u32))),
             None => unreachable!("asked only while active"),
         }
     }
@@ -185,7 +187,7 @@ impl CorruptBits {
     pub(super) fn released(&mut self, handle: u32) {
         if let Some(bits) = &mut self.bits {
             if !(handle == 0 && self.rules.bit_zero_kept_on_release) {
-                bits.remove(&handle);
+                bits.remove(handle as usize);
             }
         }
     }
@@ -199,17 +201,11 @@ impl CorruptBits {
 
     /// Whether the pool offers `id` (version's rules for bit 0, see the
     /// module's list).
-    fn offered(
-        bits: &BTreeSet<u32>,
-        rules: Rules,
-        model: &HandleModel,
-        id: u32,
-        manager: bool,
-    ) -> bool {
+    fn offered(bits: &IdSet, rules: Rules, model: &HandleModel, id: u32, manager: bool) -> bool {
         if rules.bit_zero_reserved && id == 0 && manager {
-            return !model.handles.contains_key(&0);
+            return !model.holds(0);
         }
-        !bits.contains(&id)
+        !bits.contains(id as usize)
     }
 
     /// The pick critical section of an insert of `node` (`manager`: the
@@ -252,13 +248,13 @@ impl CorruptBits {
             // inserts.
             let manager_zero = rules.bit_zero_reserved && id == 0 && manager;
             if rules.c && !manager_zero {
-                bits.insert(id);
+                bits.insert(id as usize);
                 self.picked.push(id);
             }
-            if !model.handles.contains_key(&id) {
+            if !model.holds(id) {
                 break id;
             }
-            bits.insert(id);
+            bits.insert(id as usize);
             self.picked.push(id);
             match rules.on_mismatch {
                 Reaction::Crash => return Pick::Done(Err(Error::KernelBug { id })),
@@ -280,7 +276,7 @@ impl CorruptBits {
                 return Pick::Done(Err(Error::DeadProcess));
             }
             if self.has_map && cap > 0 {
-                bits.insert(id);
+                bits.insert(id as usize);
                 self.picked.push(id);
             }
         }

@@ -181,13 +181,17 @@ impl<'p, F: Design> Sim<'p, F> {
             wrong_after: None,
         };
         let no_faults = Faults::default();
+        // The prefill only adds handles: every id below the one it gave
+        // last is held, so each search starts past it.
+        let mut from = 1;
         for i in 0..program.prefill {
             let node = PREFILL_NODES + i as u64;
             let insert = Request::Insert {
                 node,
                 is_manager: false,
             };
-            let expected = sim.model.smallest_free(1);
+            let expected = sim.model.smallest_free(from);
+            from = expected + 1;
             let actual = sim.refs.run(insert, &no_faults);
             if actual != Ok(expected) {
                 let what = format_args!("prefill #{i}: expected Ok({expected}), got {actual:?}");
