@@ -965,6 +965,10 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
     let mut events = Events::default();
     let mut fresh = FRESH_NODES;
     let mut faults_injected = false;
+    // Reused from request to request: a bulk operation runs hundreds.
+    let mut outcomes: Vec<Option<Result<u32, Error>>> = Vec::new();
+    let mut pair_before: Vec<usize> = Vec::new();
+    let mut hints: Vec<Hint> = Vec::new();
     for (step, op) in ops.iter().enumerate() {
         let at = At {
             target: "handle_table",
@@ -1011,15 +1015,15 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
         }
         // A bulk insert only adds handles: each model's next search resumes
         // after the id it handed out last.
-        let mut hints = vec![Hint::default(); tables.len()];
+        hints.clear();
+        hints.resize(tables.len(), Hint::default());
         for (i, &request) in requests.iter().enumerate() {
             let of = InBulk(bulk.then_some((i, request)));
             // The capacity each comparison's two sides share before it.
-            let pair_before: Vec<usize> = (pairs.iter())
-                .map(|&(a, _, _)| tables[a].0.capacity())
-                .collect();
+            pair_before.clear();
+            pair_before.extend((pairs.iter()).map(|&(a, _, _)| tables[a].0.capacity()));
             // `None` for a retired side.
-            let mut outcomes = Vec::with_capacity(tables.len());
+            outcomes.clear();
             for (s, ((table, model), hint)) in tables.iter_mut().zip(&mut hints).enumerate() {
                 if retired.side(s) {
                     outcomes.push(None);
@@ -1044,12 +1048,12 @@ fn run_sides(versions: &Versions, mut tables: Vec<Side>, ops: &[TableOp]) -> Che
             }));
             // Once the process is dead the drivers differ (C still inserts).
             let dead = tables[0].1.dead;
-            let live: Vec<usize> = (0..FLAVOURS).filter(|&s| outcomes[s].is_some()).collect();
-            let disagree = live.iter().any(|&s| outcomes[s] != outcomes[live[0]]);
+            let mut live = (0..FLAVOURS).filter(|&s| outcomes[s].is_some());
+            let first = live.next();
+            let disagree = first.is_some_and(|f| live.any(|s| outcomes[s] != outcomes[f]));
             if !faults_injected && !dead && disagree {
-                let each: Vec<String> = live
-                    .iter()
-                    .map(|&s| format!("{} {:?}", tables[s].0.name(), outcomes[s].unwrap()))
+                let each: Vec<String> = (0..FLAVOURS)
+                    .filter_map(|s| Some(format!("{} {:?}", tables[s].0.name(), outcomes[s]?)))
                     .collect();
                 return Err(at.failure(
                     Check::FlavoursDisagree,
