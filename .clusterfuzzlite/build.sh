@@ -1,7 +1,7 @@
 #!/bin/bash -eu
 # ClusterFuzzLite / OSS-Fuzz build: every libFuzzer target, with its seed
-# corpus (<target>_seed_corpus.zip) and dictionary (<target>.dict), into
-# $OUT. The base image's cargo wrapper adds the sanitizer flags; extra
+# corpus (<target>_seed_corpus.zip), dictionary (<target>.dict) and
+# libFuzzer options (<target>.options: the scripts' schedule), into $OUT. The base image's cargo wrapper adds the sanitizer flags; extra
 # cargo-fuzz flags can come from $CARGO_FUZZ_ARGS (ci/oss-fuzz-check.sh
 # passes `--sanitizer none` to exercise this script outside the image).
 cd "$SRC/idpool"
@@ -14,9 +14,17 @@ targets=$(env -u RUSTFLAGS -u CARGO_BUILD_TARGET cargo run -q --release \
 # shellcheck disable=SC2086
 (cd fuzz && cargo fuzz build -O --debug-assertions ${CARGO_FUZZ_ARGS:-})
 bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release
+# libFuzzer's schedule flags, as every script runs them (ci/lib.sh), as
+# the <target>.options file ClusterFuzz reads: "-name=value" as
+# "name = value".
+# shellcheck source=../ci/lib.sh
+source ci/lib.sh
+options=$(printf '[libfuzzer]\n'; for f in "${LIBFUZZER_SCHEDULE[@]}"; do
+    f=${f#-}; printf '%s = %s\n' "${f%%=*}" "${f#*=}"; done)
 while read -r t; do
     cp "$bin_dir/$t" "$OUT/"
     cp "fuzz/dict/$t.dict" "$OUT/$t.dict"
+    printf '%s\n' "$options" > "$OUT/$t.options"
     if [ -d "corpus/$t" ]; then
         zip -jq "$OUT/${t}_seed_corpus.zip" corpus/"$t"/*
     fi

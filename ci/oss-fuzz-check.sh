@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Exercises .clusterfuzzlite/build.sh outside its Docker image, with SRC and
 # OUT in temporary directories, and checks that every fuzzer binary, seed
-# corpus archive and dictionary comes out, and that each binary runs a few
-# inputs with its dictionary.
+# corpus archive, dictionary and options file comes out, and that each
+# binary runs a few inputs with its dictionary.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
@@ -22,6 +22,12 @@ mapfile -t seeded < <(targets --engine libfuzzer --corpus 2>/dev/null)
 for t in "${all[@]}"; do
     [ -x "$OUT/$t" ] || { echo "missing fuzzer binary $OUT/$t" >&2; missing=$((missing + 1)); continue; }
     [ -s "$OUT/$t.dict" ] || { echo "missing dictionary $OUT/$t.dict" >&2; missing=$((missing + 1)); }
+    # The options file carries the scripts' schedule flags, each as ClusterFuzz reads it.
+    for f in "${LIBFUZZER_SCHEDULE[@]}"; do
+        f=${f#-}
+        grep -qx -- "${f%%=*} = ${f#*=}" "$OUT/$t.options" 2>/dev/null ||
+            { echo "$OUT/$t.options lacks ${f%%=*} = ${f#*=}" >&2; missing=$((missing + 1)); }
+    done
     if printf '%s\n' "${seeded[@]}" | grep -qx -- "$t"; then
         n=$(unzip -Z1 "$OUT/${t}_seed_corpus.zip" 2>/dev/null | wc -l)
         [ "$n" -gt 0 ] || { echo "missing or empty $OUT/${t}_seed_corpus.zip" >&2; missing=$((missing + 1)); }

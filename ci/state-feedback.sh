@@ -55,7 +55,7 @@ for t in "${list[@]}"; do
             step "$t, seed $seed, $variant the feedback (${seconds}s)"
             "$work/build-$variant/x86_64-unknown-linux-gnu/release/$t" "$dir/corpus" \
                 -dict="$ROOT/fuzz/dict/$t.dict" -seed="$seed" -max_total_time="$seconds" \
-                -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
+                "${LIBFUZZER_FLAGS[@]}" \
                 -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
             states[$variant]=$("$triage" states --target "$t" "$dir/corpus" 2>/dev/null | tail -1 | sed 's/.*states: //')
             cov[$variant]=$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')

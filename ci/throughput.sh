@@ -5,7 +5,8 @@
 # printed as a Markdown table.
 #
 #   ci/throughput.sh [--seconds N] [--runs R] [--engines libfuzzer,afl,honggfuzz]
-#                    [--baseline REV] [--from-empty] [TARGET...]
+#                    [--baseline REV [--baseline-schedule FLAGS]] [--from-empty]
+#                    [TARGET...]
 #
 #   --seconds N     how long each run lasts (default 30)
 #   --runs R        runs per target and build (default 3; the median is kept)
@@ -15,14 +16,20 @@
 #                   table then has both medians and their ratio per target
 #                   (the machines are noisy: only ratios measured side by
 #                   side count)
+#   --baseline-schedule FLAGS
+#                   libFuzzer's schedule flags for the baseline's runs, in
+#                   place of LIBFUZZER_SCHEDULE (ci/lib.sh); '' is
+#                   libFuzzer's default, as scripts before it ran. Without
+#                   it both builds run with today's flags (like with like:
+#                   the ratio is the code's)
 #   --from-empty    start every run from an empty corpus instead, run r
 #                   with -seed=r (libFuzzer only): the harness's speed on
 #                   what the fuzzer generates, whatever the committed
 #                   corpus holds (its first pass is what a run from the
 #                   corpus measures, and deep inputs weigh on it)
 #
-# Every run uses the target's dictionary, -timeout and -rss_limit_mb like
-# every other libFuzzer run (ci/lib.sh). The targets default to those the
+# Every run uses the target's dictionary and LIBFUZZER_FLAGS (ci/lib.sh)
+# like every other libFuzzer run. The targets default to those the
 # registry lists for each engine; with --baseline, a target the baseline
 # does not have is measured on the current tree alone. Scratch files stay
 # under $THROUGHPUT_WORK (default ${TMPDIR:-/tmp}/idpool-throughput).
@@ -33,6 +40,8 @@ seconds=30
 runs=3
 engines=libfuzzer
 baseline=""
+baseline_schedule=("${LIBFUZZER_SCHEDULE[@]}")
+schedule_given=0
 from_empty=0
 targets=()
 while [ $# -gt 0 ]; do
@@ -41,6 +50,8 @@ while [ $# -gt 0 ]; do
     --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"; runs=$2; shift 2 ;;
     --engines) [ -n "${2:-}" ] || die "--engines needs a list, e.g. libfuzzer,afl"; engines=$2; shift 2 ;;
     --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
+    --baseline-schedule) [ $# -ge 2 ] || die "--baseline-schedule needs flags ('' for libFuzzer's default)"
+        read -ra baseline_schedule <<<"$2"; schedule_given=1; shift 2 ;;
     --from-empty) from_empty=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
@@ -50,6 +61,7 @@ done
 for engine in ${engines//,/ }; do
     case "$engine" in libfuzzer|afl|honggfuzz) ;; *) die "unknown engine '$engine' (expected libfuzzer, afl or honggfuzz)" ;; esac
 done
+[ "$schedule_given" = 0 ] || [ -n "$baseline" ] || die "--baseline-schedule needs --baseline"
 [ "$from_empty" = 0 ] || [ "$engines" = libfuzzer ] ||
     die "--from-empty runs libFuzzer only (AFL++ and honggfuzz need seed inputs): drop --engines $engines"
 engine_filter=()
@@ -91,10 +103,12 @@ has_target() {
     esac
 }
 
-# run_once ENGINE TREE TARGET DIR RUN: one run (the RUN-th); prints its
-# exec/s.
+# run_once ENGINE TREE TARGET DIR RUN [SCHEDULE...]: one run (the RUN-th),
+# libFuzzer with the schedule flags given; prints its exec/s.
 run_once() {
     local engine=$1 tree=$2 t=$3 dir=$4 r=$5
+    shift 5
+    local schedule=("$@")
     rm -rf "$dir" && mkdir -p "$dir/new"
     local corpus="$tree/corpus/$t" seed=()
     [ -d "$corpus" ] || corpus="$dir/new"
@@ -105,7 +119,7 @@ run_once() {
         [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
         "$tree/fuzz/target/x86_64-unknown-linux-gnu/release/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
             -max_total_time="$seconds" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
-            -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
+            "${schedule[@]}" -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
         sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
         ;;
     afl)
@@ -146,7 +160,8 @@ for engine in ${engines//,/ }; do
             for i in "${!trees[@]}"; do
                 has_target "$engine" "${trees[$i]}" "$t" || continue
                 step "$engine: $t, ${names[$i]}, run $r of $runs (${seconds}s)"
-                rate=$(run_once "$engine" "${trees[$i]}" "$t" "$work/$engine/$t/${names[$i]}-$r" "$r")
+                if [ "$i" = 0 ]; then schedule=("${LIBFUZZER_SCHEDULE[@]}"); else schedule=("${baseline_schedule[@]}"); fi
+                rate=$(run_once "$engine" "${trees[$i]}" "$t" "$work/$engine/$t/${names[$i]}-$r" "$r" "${schedule[@]}")
                 echo "${rate:-?} exec/s" >&2
                 rates[$i]="${rates[$i]:-} ${rate}"
             done
@@ -169,12 +184,13 @@ echo
 start="from the committed corpus"
 [ "$from_empty" = 0 ] || start="from an empty corpus, run r with -seed=r"
 if [ -n "$baseline" ]; then
-    echo "Median exec/s of $runs runs of ${seconds}s each ($start), alternated with $baseline (${rev:0:12}):"
+    echo "Median exec/s of $runs runs of ${seconds}s each ($start), alternated with $baseline (${rev:0:12});"
+    echo "libFuzzer's schedule flags: '${LIBFUZZER_SCHEDULE[*]}' here, '${baseline_schedule[*]}' for the baseline:"
     echo
     echo "| target | engine | exec/s | baseline exec/s | ratio |"
     echo "| --- | --- | ---: | ---: | ---: |"
 else
-    echo "Median exec/s of $runs runs of ${seconds}s each ($start):"
+    echo "Median exec/s of $runs runs of ${seconds}s each ($start), libFuzzer's schedule flags '${LIBFUZZER_SCHEDULE[*]}':"
     echo
     echo "| target | engine | exec/s |"
     echo "| --- | --- | ---: |"

@@ -228,8 +228,11 @@ pub fn handles_of(
 /// Compares the bits `probe` names with the model's expectation: up to
 /// six differences, or `Ok` (also when the pool keeps no record).
 ///
-/// The probe's ids are read ascending beside the record's members: each
-/// run of ids up to the next member is expected clear, the member set.
+/// The probe's ids are read ascending beside the record's members: bit 0
+/// alone (its expectation follows [`Zero`]), the rest of the range below
+/// `all_below` a word of ids at a time ([`compare_words`]), then each
+/// other id alone, each run of ids up to the next member expected clear,
+/// the member set.
 pub fn compare<P: PoolBits + ?Sized>(
     pool: &P,
     expected: Expected<impl Iterator<Item = u32>>,
@@ -240,7 +243,7 @@ pub fn compare<P: PoolBits + ?Sized>(
     let mut diff = Vec::new();
     // Reads `id`, expected `want` (`None`: not compared); `Break` when
     // the pool keeps no record or six differences are in.
-    let mut read = |id: usize, want: bool| -> ControlFlow<()> {
+    let read = |diff: &mut Vec<BitDiff>, id: usize, want: bool| -> ControlFlow<()> {
         let want = match (id, zero) {
             (0, Zero::Set) => true,
             (0, Zero::Unknown) => return ControlFlow::Continue(()),
@@ -262,9 +265,30 @@ pub fn compare<P: PoolBits + ?Sized>(
             Some(_) => ControlFlow::Continue(()),
         }
     };
-    let _ = probe
-        .runs()
-        .try_for_each(|run| walk(run, &mut members, &mut read));
+    let mut runs = probe.runs().peekable();
+    if let Some(all) = runs.next_if(|run| run.start == 0 && run.len() > 1) {
+        // A pool without a record answers `None` for every id: bit 0 says.
+        if walk(0..1, &mut members, |id, want| read(&mut diff, id, want)).is_break() {
+            return diff_or_ok(diff);
+        }
+        let bit = |id| pool.bit(id) == Some(true);
+        compare_words(
+            1..all.end,
+            &mut members,
+            |base, n| word(base, n, bit),
+            &mut diff,
+            6,
+        );
+    }
+    if diff.len() < 6 {
+        let _ =
+            runs.try_for_each(|run| walk(run, &mut members, |id, want| read(&mut diff, id, want)));
+    }
+    diff_or_ok(diff)
+}
+
+/// `Ok` when `diff` is empty.
+fn diff_or_ok(diff: Vec<BitDiff>) -> Result<(), Vec<BitDiff>> {
     if diff.is_empty() {
         Ok(())
     } else {
@@ -296,21 +320,16 @@ pub fn walk<B>(
     ControlFlow::Continue(())
 }
 
-/// The ids `base..base + n` (`base` a multiple of 64, `n <= 64`), each
-/// read alone with `is_used`, as a word: bit `i` is id `base + i`.
+/// The ids `base..base + n` (`n <= 64`), each read alone with `is_used`,
+/// as a word: bit `i` is id `base + i`.
 #[inline]
 pub fn word(base: usize, n: usize, is_used: impl Fn(usize) -> bool) -> u64 {
     debug_assert!(n <= 64, "a word holds 64 ids, not {n}");
-    debug_assert_eq!(base % 64, 0, "a word of ids starts at a multiple of 64");
-    // Said again for the optimiser: the 64 ids then share one word of a
-    // bitmap, whose load `is_used` inlined leaves out of the loop.
-    let base = base & !63;
     (0..n).fold(0, |word, i| word | u64::from(is_used(base + i)) << i)
 }
 
-/// Reads the ids of `ids` (from a multiple of 64) a word at a time,
-/// `read(base, n)` answering the bits of ids `base..base + n` (`n <= 64`,
-/// bit `i` for id `base + i`),
+/// Reads the ids of `ids` a word at a time, `read(base, n)` answering the
+/// bits of ids `base..base + n` (`n <= 64`, bit `i` for id `base + i`),
 /// and compares each word with the word `members` (strictly ascending;
 /// members below `ids` are passed over) make of the same ids. Pushes the
 /// differing `(id, expected, actual)` onto `diff`, ascending, and reads no

@@ -209,6 +209,39 @@ fn scripts_read_the_target_list_from_the_registry() {
     }
 }
 
+/// libFuzzer's run flags are written once, in ci/lib.sh: every script that
+/// starts libFuzzer itself passes LIBFUZZER_FLAGS (or, to vary the schedule
+/// for a comparison, LIBFUZZER_SCHEDULE) and spells none of them out.
+#[test]
+fn scripts_take_libfuzzers_flags_from_lib_sh() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lib = std::fs::read_to_string(root.join("ci/lib.sh")).unwrap();
+    assert!(
+        lib.contains("LIBFUZZER_FLAGS=("),
+        "ci/lib.sh defines LIBFUZZER_FLAGS"
+    );
+    assert!(
+        lib.contains("\"${LIBFUZZER_FLAGS[@]}\""),
+        "run_libfuzzer passes them"
+    );
+    for script in [
+        "ci/throughput.sh",
+        "ci/state-feedback.sh",
+        ".clusterfuzzlite/build.sh",
+        "ci/oss-fuzz-check.sh",
+    ] {
+        let text = std::fs::read_to_string(root.join(script)).unwrap();
+        assert!(
+            text.contains("LIBFUZZER_FLAGS[@]") || text.contains("LIBFUZZER_SCHEDULE[@]"),
+            "{script} starts libFuzzer without ci/lib.sh's flags"
+        );
+        assert!(
+            !text.contains("entropic_scale_per_exec_time"),
+            "{script} spells out a schedule flag: take it from ci/lib.sh"
+        );
+    }
+}
+
 /// An optional target says what it needs; a missing need is one line.
 #[test]
 fn a_missing_need_is_one_line() {
