@@ -145,18 +145,48 @@ impl Probe {
 /// An id whose bit differs from the model's: (id, expected, actual).
 pub type BitDiff = (usize, bool, bool);
 
-/// The model's idea of the pool's bits: set exactly at the ids of `set`
-/// (ascending), clear everywhere else, except bit 0 where `zero` says
+/// The model's record of the ids it expects set: walked in order beside a
+/// range of ids ([`compare_words`]), asked per id for the ids read alone.
+/// Both answers must agree.
+pub trait Record {
+    /// Whether `id` is in the record.
+    fn contains(&self, id: usize) -> bool;
+    /// The ids in the record, ascending.
+    fn members(&self) -> impl Iterator<Item = usize> + '_;
+}
+
+impl Record for IdSet {
+    fn contains(&self, id: usize) -> bool {
+        IdSet::contains(self, id)
+    }
+    fn members(&self) -> impl Iterator<Item = usize> + '_ {
+        self.iter()
+    }
+}
+
+/// The live handles.
+impl Record for HandleModel {
+    fn contains(&self, id: usize) -> bool {
+        u32::try_from(id).is_ok_and(|id| self.holds(id))
+    }
+    fn members(&self) -> impl Iterator<Item = usize> + '_ {
+        self.handles.keys().map(|&h| h as usize)
+    }
+}
+
+/// The model's idea of the pool's bits: set exactly at the ids of its
+/// record, clear everywhere else, except bit 0 where `zero` says
 /// otherwise. An id above `u32::MAX` is never a handle: expected clear.
 ///
-/// A record, not a question asked per id: [`compare`] walks it once beside
-/// the ids it reads, so an id in a gap between two members costs one read
-/// of the pool and nothing of the model (asking the model once per id was
-/// a quarter of `handle_table`'s time from an empty corpus, where tables
-/// started from high handles have long empty stretches).
-#[derive(Clone, Debug)]
-pub struct Expected<I> {
-    set: I,
+/// [`compare`] walks the record once beside a range of ids, so an id in a
+/// gap between two members costs one read of the pool and nothing of the
+/// model (asking the model once per id was a quarter of `handle_table`'s
+/// time from an empty corpus, where tables started from high handles have
+/// long empty stretches); the few ids read alone are asked of it, where
+/// walking to them cost a step per member of a table of thousands.
+#[derive(Clone, Copy, Debug)]
+pub struct Expected<'a, R: Record> {
+    record: &'a R,
     zero: Zero,
 }
 
@@ -171,11 +201,11 @@ pub enum Zero {
     Unknown,
 }
 
-impl<I: Iterator<Item = u32>> Expected<I> {
-    /// Set exactly at `set`'s ids, which must be ascending.
-    pub fn exactly(set: I) -> Self {
+impl<'a, R: Record> Expected<'a, R> {
+    /// Set exactly at `record`'s ids.
+    pub fn exactly(record: &'a R) -> Self {
         Expected {
-            set,
+            record,
             zero: Zero::AsRecorded,
         }
     }
@@ -212,42 +242,37 @@ pub fn disagreement(
 /// descriptor 0 is released (the C v3 posting, [`history::rules`]) has a
 /// bit 0 that depends on the history of descriptor 0, which this model
 /// does not keep: bit 0 is not compared there.
-pub fn handles_of(
-    model: &HandleModel,
-    version: Version,
-) -> Expected<impl Iterator<Item = u32> + '_> {
+pub fn handles_of(model: &HandleModel, version: Version) -> Expected<'_, HandleModel> {
     let rules = history::rules(version);
     let zero = match (rules.bit_zero_reserved, rules.bit_zero_kept_on_release) {
         (true, true) => Zero::Set,
         (true, false) => Zero::Unknown,
         (false, _) => Zero::AsRecorded,
     };
-    Expected::exactly(model.handles.keys().copied()).with_zero(zero)
+    Expected::exactly(model).with_zero(zero)
 }
 
 /// Compares the bits `probe` names with the model's expectation: up to
 /// six differences, or `Ok` (also when the pool keeps no record).
 ///
-/// The probe's ids are read ascending beside the record's members: bit 0
-/// alone (its expectation follows [`Zero`]), the rest of the range below
-/// `all_below` a word of ids at a time ([`compare_words`]), then each
-/// other id alone, each run of ids up to the next member expected clear,
-/// the member set.
-pub fn compare<P: PoolBits + ?Sized>(
+/// The probe's ids are read ascending: bit 0 alone (its expectation
+/// follows [`Zero`]), the rest of the range below `all_below` a word of
+/// ids at a time beside the record's members ([`compare_words`]), then
+/// each other id alone, its expectation asked of the record.
+pub fn compare<P: PoolBits + ?Sized, R: Record>(
     pool: &P,
-    expected: Expected<impl Iterator<Item = u32>>,
+    expected: Expected<'_, R>,
     probe: &Probe,
 ) -> Result<(), Vec<BitDiff>> {
-    let Expected { set, zero } = expected;
-    let mut members = set.map(|m| m as usize).peekable();
+    let Expected { record, zero } = expected;
     let mut diff = Vec::new();
-    // Reads `id`, expected `want` (`None`: not compared); `Break` when
-    // the pool keeps no record or six differences are in.
-    let read = |diff: &mut Vec<BitDiff>, id: usize, want: bool| -> ControlFlow<()> {
+    // Reads `id` alone; `Break` when the pool keeps no record or six
+    // differences are in.
+    let read = |diff: &mut Vec<BitDiff>, id: usize| -> ControlFlow<()> {
         let want = match (id, zero) {
             (0, Zero::Set) => true,
             (0, Zero::Unknown) => return ControlFlow::Continue(()),
-            _ => want,
+            _ => record.contains(id),
         };
         match pool.bit(id) {
             None => {
@@ -268,21 +293,20 @@ pub fn compare<P: PoolBits + ?Sized>(
     let mut runs = probe.runs().peekable();
     if let Some(all) = runs.next_if(|run| run.start == 0 && run.len() > 1) {
         // A pool without a record answers `None` for every id: bit 0 says.
-        if walk(0..1, &mut members, |id, want| read(&mut diff, id, want)).is_break() {
+        if read(&mut diff, 0).is_break() {
             return diff_or_ok(diff);
         }
         let bit = |id| pool.bit(id) == Some(true);
         compare_words(
             1..all.end,
-            &mut members,
+            &mut record.members().peekable(),
             |base, n| word(base, n, bit),
             &mut diff,
             6,
         );
     }
     if diff.len() < 6 {
-        let _ =
-            runs.try_for_each(|run| walk(run, &mut members, |id, want| read(&mut diff, id, want)));
+        let _ = runs.flatten().try_for_each(|id| read(&mut diff, id));
     }
     diff_or_ok(diff)
 }
@@ -294,30 +318,6 @@ fn diff_or_ok(diff: Vec<BitDiff>) -> Result<(), Vec<BitDiff>> {
     } else {
         Err(diff)
     }
-}
-
-/// Calls `read(id, expected)` for every id of `ids` in order, `expected`
-/// whether `id` is one of `members` (strictly ascending, as a set's keys
-/// are; members below `ids` are passed over), until `read` breaks. The ids between two members are
-/// handed over as clear without asking `members` anything: one step of
-/// the walk per member, not per id.
-pub fn walk<B>(
-    ids: Range<usize>,
-    members: &mut Peekable<impl Iterator<Item = usize>>,
-    mut read: impl FnMut(usize, bool) -> ControlFlow<B>,
-) -> ControlFlow<B> {
-    let mut id = ids.start;
-    while id < ids.end {
-        while members.next_if(|&m| m < id).is_some() {}
-        let member = members.peek().copied().filter(|&m| m < ids.end);
-        for clear in id..member.unwrap_or(ids.end) {
-            read(clear, false)?;
-        }
-        let Some(member) = member else { break };
-        read(member, true)?;
-        id = member + 1;
-    }
-    ControlFlow::Continue(())
 }
 
 /// The ids `base..base + n` (`n <= 64`), each read alone with `is_used`,
@@ -369,6 +369,16 @@ mod tests {
     use super::*;
     use idpool::{Faults, NodeRefs, Request};
     use std::collections::BTreeSet;
+
+    /// A record held as a set of handles, as a test writes it.
+    impl Record for BTreeSet<u32> {
+        fn contains(&self, id: usize) -> bool {
+            u32::try_from(id).is_ok_and(|id| BTreeSet::contains(self, &id))
+        }
+        fn members(&self) -> impl Iterator<Item = usize> + '_ {
+            self.iter().map(|&id| id as usize)
+        }
+    }
 
     /// A pool that is a set of ids, for reading [`compare`] against.
     struct SetPool(BTreeSet<usize>);
@@ -426,7 +436,7 @@ mod tests {
                     let above: BTreeSet<usize> =
                         touched.into_iter().filter(|&id| id >= below).collect();
                     let read: Vec<usize> = (0..below).chain(above).collect();
-                    let expected = Expected::exactly(record.iter().copied()).with_zero(zero);
+                    let expected = Expected::exactly(&record).with_zero(zero);
                     let got = compare(&pool, expected, &probe).err().unwrap_or_default();
                     assert_eq!(
                         got,
@@ -495,7 +505,8 @@ mod tests {
         }
         let mut probe = Probe::default();
         probe.everything(64, &HandleModel::default());
-        let expected = Expected::exactly([1, 2, 3].into_iter());
+        let record: BTreeSet<u32> = [1, 2, 3].into();
+        let expected = Expected::exactly(&record);
         assert_eq!(compare(&NoRecord, expected, &probe), Ok(()));
     }
 

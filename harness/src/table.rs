@@ -576,17 +576,9 @@ impl TableModel {
         if !self.knows_bits() {
             Ok(())
         } else if self.has_bits() {
-            bits::compare(
-                pool,
-                Expected::exactly(self.bits.iter().map(|b| b as u32)),
-                probe,
-            )
+            bits::compare(pool, Expected::exactly(&self.bits), probe)
         } else {
-            bits::compare(
-                pool,
-                Expected::exactly(self.refs.handles.keys().copied()),
-                probe,
-            )
+            bits::compare(pool, Expected::exactly(&self.refs), probe)
         }
     }
 
@@ -1735,7 +1727,7 @@ mod tests {
         assert_eq!(model.compare_bits(pool, &probe), Ok(()));
         let record: Vec<u32> = model.bits.iter().map(|b| b as u32).collect();
         assert_eq!(record, [0, 1, 3, 9], "reserved 0, 2 cleared, 9 set");
-        let live_only = Expected::exactly(model.refs.handles.keys().copied());
+        let live_only = Expected::exactly(&model.refs);
         assert_eq!(
             bits::compare(pool, live_only, &probe),
             Err(vec![(0, false, true), (2, true, false), (9, false, true)])

@@ -163,13 +163,10 @@ impl CorruptBits {
     /// The bits the model expects, once active, on a pool of `cap` ids:
     /// `None` when the pool keeps none (0 ids, or a disabled map), and
     /// nothing is compared.
-    pub(super) fn expected_bits(
-        &self,
-        cap: usize,
-    ) -> Option<bits::Expected<impl Iterator<Item = u32> + '_>> {
+    pub(super) fn expected_bits(&self, cap: usize) -> Option<bits::Expected<'_, IdSet>> {
         match &self.bits {
             Some(_) if cap == 0 || !self.has_map => None,
-            Some(bits) => Some(bits::Expected::exactly(bits.iter().map(|b| b as u32))),
+            Some(bits) => Some(bits::Expected::exactly(bits)),
             None => unreachable!("asked only while active"),
         }
     }
