@@ -234,8 +234,8 @@ struct CeilingAnswers {
 
 impl CeilingAnswers {
     /// A fresh fast pool of `capacity` ids, built once per process and
-    /// size (one at 2^30 ids writes its 128 MiB summary input once: the
-    /// parallel corpus replay's threads share it).
+    /// size: building one of 2^30 ids reads its 128 MiB map to fill the
+    /// summaries, so the corpus replay's threads share the answers.
     fn of(capacity: usize) -> CeilingAnswers {
         static SEEN: Mutex<Vec<(usize, CeilingAnswers)>> = Mutex::new(Vec::new());
         let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());

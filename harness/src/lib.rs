@@ -5,7 +5,7 @@
 //! apply each operation to the allocator and to a naive model, and panic at
 //! the first divergence or broken invariant with the step, the operation,
 //! what was expected and what happened. The models never call the
-//! allocator: they are a `BTreeSet`/`BTreeMap` of live ids, the plain gap
+//! allocator: they are a set of live ids (`IdSet`), `BTreeMap`s, the plain gap
 //! scan, and SPEC.md's capacity formulas ([`oracle`]).
 //!
 //! Data flows one way: input bytes decode to an op program
