@@ -30,7 +30,7 @@ LIBFUZZER_RSS_MB=${LIBFUZZER_RSS_MB:-2560}
 # times longer than the median: without the scaling they took most of a
 # run's time. Measured in the README ("Executions per second"); an
 # empty LIBFUZZER_SCHEDULE runs libFuzzer's default.
-LIBFUZZER_SCHEDULE=(${LIBFUZZER_SCHEDULE--entropic_scale_per_exec_time=1})
+read -ra LIBFUZZER_SCHEDULE <<<"${LIBFUZZER_SCHEDULE--entropic_scale_per_exec_time=1}"
 
 # The flags every libFuzzer run of the scripts gets, besides its dictionary.
 LIBFUZZER_FLAGS=(-timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" "${LIBFUZZER_SCHEDULE[@]}")
