@@ -267,9 +267,9 @@ pub fn compare<P: PoolBits + ?Sized, R: Record>(
     let Expected { record, zero } = expected;
     let mut diff = Vec::new();
     // Reads `id` alone; `Break` when the pool keeps no record or six
-    // differences are in.
-    // The pool is asked first, also for a bit 0 whose value is unknown:
-    // its `None` is what says there is no record.
+    // differences are in. The pool is asked before the expectation, also
+    // for a bit 0 whose value is unknown: its `None` is what says there is
+    // no record.
     let read = |diff: &mut Vec<BitDiff>, id: usize| -> ControlFlow<()> {
         let Some(actual) = pool.bit(id) else {
             diff.clear();
