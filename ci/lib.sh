@@ -137,9 +137,27 @@ mutant_specs() {
 }
 
 # Copies the working tree as it is (committed or not), without build
-# output, into the empty directory $1.
+# output (any `target/`, honggfuzz's `hfuzz_target/` and
+# `hfuzz_workspace/`), into the directory $1 (emptied first).
+#
+# tar keeps each file's mtime, and cargo decides what to rebuild by
+# mtimes: a file the previous copy changed (a planted bug) comes back
+# older than the build made with the change, so a target directory shared
+# between copies would keep that build for any crate this copy does not
+# change itself. Such files are touched after the copy; `.copied` marks
+# when a copy was made (a second early: a file written in the same clock
+# tick would not be newer).
 copy_tree() {
+    local changed=() f
+    if [ -e "$1/.copied" ]; then
+        mapfile -t changed < <(cd "$1" && find . -type f -newer .copied)
+    fi
     rm -rf "$1" && mkdir -p "$1"
-    (cd "$ROOT" && tar --exclude=./target --exclude=./fuzz/target --exclude=./.git \
-        --exclude=./fuzz/artifacts --exclude=./fuzz/corpus -cf - .) | tar -xf - -C "$1"
+    (cd "$ROOT" && tar --exclude=target --exclude=hfuzz_target --exclude=hfuzz_workspace \
+        --exclude=./.git --exclude=./fuzz/artifacts --exclude=./fuzz/corpus -cf - .) |
+        tar -xf - -C "$1"
+    touch -d '1 second ago' "$1/.copied"
+    for f in "${changed[@]}"; do
+        if [ -e "$1/$f" ]; then touch "$1/$f"; fi
+    done
 }

@@ -44,3 +44,53 @@ fn every_planted_bug_applies_to_the_current_tree() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `copy_tree` (ci/lib.sh) gives each planted bug a fresh copy of the tree,
+/// built in a target directory the copies share. A file the previous copy
+/// planted comes back with its old mtime, older than the planted build:
+/// cargo, which compares mtimes, would keep that build for a crate the
+/// next bug does not touch, and fuzz the next bug beside the last one. The
+/// copy touches such files, and only those.
+#[test]
+fn a_fresh_copy_rebuilds_what_the_last_copy_planted() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("idpool-copy-tree-{}", std::process::id()));
+    let status = std::process::Command::new("bash")
+        .args([
+            "-c",
+            r#"set -euo pipefail
+               source "$1/ci/lib.sh"
+               copy_tree "$2"
+               echo '// planted' >> "$2/src/lib.rs"
+               copy_tree "$2""#,
+            "copy-tree-test",
+        ])
+        .arg(&root)
+        .arg(&dir)
+        .status()
+        .expect("bash runs");
+    assert!(status.success(), "copy_tree failed: {status}");
+    // In whole seconds: tar keeps no more.
+    let mtime = |p: &Path| {
+        let t = std::fs::metadata(p).unwrap().modified().unwrap();
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    };
+    let (planted, untouched) = ("src/lib.rs", "src/bitmap.rs");
+    let same_text =
+        std::fs::read(dir.join(planted)).unwrap() == std::fs::read(root.join(planted)).unwrap();
+    let planted_newer = mtime(&dir.join(planted)) > mtime(&root.join(planted));
+    let untouched_kept = mtime(&dir.join(untouched)) == mtime(&root.join(untouched));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        same_text,
+        "the second copy of {planted} still holds the plant"
+    );
+    assert!(
+        planted_newer,
+        "{planted}, planted in the last copy, came back with the tree's mtime: a shared target directory would keep the planted build"
+    );
+    assert!(
+        untouched_kept,
+        "{untouched} was not planted but its mtime changed: every copy would rebuild everything"
+    );
+}
