@@ -144,13 +144,15 @@ mutant_specs() {
 # mtimes: a file the previous copy changed (a planted bug) comes back
 # older than the build made with the change, so a target directory shared
 # between copies would keep that build for any crate this copy does not
-# change itself. Such files are touched after the copy; `.copied` marks
-# when a copy was made (a second early: a file written in the same clock
-# tick would not be newer).
+# change itself. Such files, written after the last copy (`.copied`, set a
+# second early: a file written in the same clock tick would not be newer)
+# and differing from the tree, are touched after the copy; a file touched
+# that way is not changed and is not touched again by the next copy.
 copy_tree() {
     local changed=() f
     if [ -e "$1/.copied" ]; then
-        mapfile -t changed < <(cd "$1" && find . -type f -newer .copied)
+        mapfile -t changed < <(cd "$1" && find . -type f -newer .copied \
+            -exec sh -c '! cmp -s "$1" "$2/$1"' _ {} "$ROOT" \; -print)
     fi
     rm -rf "$1" && mkdir -p "$1"
     (cd "$ROOT" && tar --exclude=target --exclude=hfuzz_target --exclude=hfuzz_workspace \

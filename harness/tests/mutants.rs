@@ -50,36 +50,43 @@ fn every_planted_bug_applies_to_the_current_tree() {
 /// planted comes back with its old mtime, older than the planted build:
 /// cargo, which compares mtimes, would keep that build for a crate the
 /// next bug does not touch, and fuzz the next bug beside the last one. The
-/// copy touches such files, and only those.
+/// copy touches such files, and only those: not the unplanted ones, and
+/// not, one copy later, the ones it touched itself.
 #[test]
 fn a_fresh_copy_rebuilds_what_the_last_copy_planted() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = std::env::temp_dir().join(format!("idpool-copy-tree-{}", std::process::id()));
-    let status = std::process::Command::new("bash")
-        .args([
-            "-c",
-            r#"set -euo pipefail
-               source "$1/ci/lib.sh"
-               copy_tree "$2"
-               echo '// planted' >> "$2/src/lib.rs"
-               copy_tree "$2""#,
-            "copy-tree-test",
-        ])
-        .arg(&root)
-        .arg(&dir)
-        .status()
-        .expect("bash runs");
-    assert!(status.success(), "copy_tree failed: {status}");
+    let bash = |script: &str| {
+        let status = std::process::Command::new("bash")
+            .args([
+                "-c",
+                &format!("set -euo pipefail; source \"$1/ci/lib.sh\"; {script}"),
+            ])
+            .arg("copy-tree-test")
+            .arg(&root)
+            .arg(&dir)
+            .status()
+            .expect("bash runs");
+        assert!(status.success(), "{script}: {status}");
+    };
     // In whole seconds: tar keeps no more.
-    let mtime = |p: &Path| {
-        let t = std::fs::metadata(p).unwrap().modified().unwrap();
+    let mtime = |base: &Path, file: &str| {
+        let t = std::fs::metadata(base.join(file))
+            .unwrap()
+            .modified()
+            .unwrap();
         t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
     };
     let (planted, untouched) = ("src/lib.rs", "src/bitmap.rs");
+    bash(&format!(
+        "copy_tree \"$2\"; echo '// planted' >> \"$2/{planted}\"; copy_tree \"$2\""
+    ));
     let same_text =
         std::fs::read(dir.join(planted)).unwrap() == std::fs::read(root.join(planted)).unwrap();
-    let planted_newer = mtime(&dir.join(planted)) > mtime(&root.join(planted));
-    let untouched_kept = mtime(&dir.join(untouched)) == mtime(&root.join(untouched));
+    let planted_newer = mtime(&dir, planted) > mtime(&root, planted);
+    let untouched_kept = mtime(&dir, untouched) == mtime(&root, untouched);
+    bash("copy_tree \"$2\"");
+    let touched_once = mtime(&dir, planted) == mtime(&root, planted);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(
         same_text,
@@ -92,5 +99,9 @@ fn a_fresh_copy_rebuilds_what_the_last_copy_planted() {
     assert!(
         untouched_kept,
         "{untouched} was not planted but its mtime changed: every copy would rebuild everything"
+    );
+    assert!(
+        touched_once,
+        "{planted} was touched again by a third copy, though the second did not plant it: every file ever planted would be rebuilt by every copy"
     );
 }
