@@ -35,6 +35,51 @@ read -ra LIBFUZZER_SCHEDULE <<<"${LIBFUZZER_SCHEDULE--entropic_scale_per_exec_ti
 # The flags every libFuzzer run of the scripts gets, besides its dictionary.
 LIBFUZZER_FLAGS=(-timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" "${LIBFUZZER_SCHEDULE[@]}")
 
+# Mainline kernels come from Debian's trixie-backports suite, reached
+# through the same Debian registry as the machine's own suites but with a
+# private apt configuration (its own sources list, lists and archives under
+# $KERNEL_CACHE/apt), so that the machine's apt setup is never touched.
+# Downloads and extracted sources are kept across clones in KERNEL_CACHE.
+KERNEL_CACHE=${KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/binder-idpool}
+# linux-source-$MAINLINE holds the source; linux-binary-$MAINLINE_ABI-amd64
+# and linux-modules-$MAINLINE_ABI-amd64 the kernel image and binder_linux.ko.
+MAINLINE=${MAINLINE:-7.3}
+MAINLINE_ABI=${MAINLINE_ABI:-7.3.4+deb13}
+
+# apt-get (or apt-cache, with APT=apt-cache) with the private backports
+# configuration.
+backports_apt() {
+    local dir="$KERNEL_CACHE/apt"
+    mkdir -p "$dir/lists/partial" "$dir/archives/partial"
+    [ -f "$dir/sources.list" ] || printf '%s\n' \
+        "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main" \
+        >"$dir/sources.list"
+    "${APT:-apt-get}" -o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=- \
+        -o Dir::State::Lists="$dir/lists" -o Dir::Cache::archives="$dir/archives" \
+        -o APT::Sandbox::User=root "$@"
+}
+
+# Prints the path of PACKAGE's .deb from trixie-backports, downloading it
+# (and the package lists) the first time; later calls, from any clone on
+# this machine, reuse the download.
+backports_deb() {
+    local pkg=$1 dir="$KERNEL_CACHE/debs" found
+    mkdir -p "$dir"
+    found=$(compgen -G "$dir/${pkg}_*.deb" | head -1 || true)
+    if [ -z "$found" ]; then
+        command -v apt-get >/dev/null || die "no apt-get to fetch $pkg from Debian trixie-backports"
+        step "fetching $pkg from Debian trixie-backports (private apt configuration in $KERNEL_CACHE/apt)"
+        [ -n "$(ls -A "$KERNEL_CACHE/apt/lists" 2>/dev/null | grep -v partial)" ] ||
+            backports_apt -q update >&2 || die "apt-get update of trixie-backports failed"
+        (cd "$dir" && backports_apt -q download "$pkg" >&2) ||
+            { backports_apt -q update >&2 && (cd "$dir" && backports_apt -q download "$pkg" >&2); } ||
+            die "could not download $pkg from trixie-backports"
+        found=$(compgen -G "$dir/${pkg}_*.deb" | head -1 || true)
+        [ -n "$found" ] || die "apt-get download $pkg left no .deb in $dir"
+    fi
+    printf '%s\n' "$found"
+}
+
 step() { printf '\n==> %s\n' "$*" >&2; }
 die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 2; }
 
