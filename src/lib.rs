@@ -51,6 +51,7 @@
 mod alloc;
 mod bitmap;
 mod dbitmap;
+pub mod driver;
 mod fast_pool;
 mod id_pool;
 mod shrinker;

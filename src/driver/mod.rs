@@ -1,0 +1,13 @@
+//! The two Binder drivers at the level of the commands userspace sends.
+//!
+//! [`command`] is the language ([`Program`], [`Step`], [`Command`]);
+//! [`observe`] is what userspace sees of a driver ([`Observed`],
+//! [`Snapshot`]).
+
+pub mod command;
+pub mod observe;
+
+pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_PROCS, NODE_PTRS};
+pub use observe::{
+    Br, Errno, Log, NodeName, NodeState, Observed, ProcState, Received, RefState, Ret, Snapshot,
+};

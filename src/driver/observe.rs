@@ -1,0 +1,433 @@
+//! What userspace observes of a driver: per command, the return code, what
+//! each process reads afterwards and the kernel log lines; at any point,
+//! the references and nodes each process holds.
+//!
+//! Both driver models, their naive oracles and the real kernels (through
+//! the VM executor) are reduced to these types, so that any two of them can
+//! be compared observable by observable.
+
+use super::command::Pid;
+use core::fmt;
+use std::collections::BTreeMap;
+
+/// An error number an ioctl returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Errno {
+    /// `EPERM` (1).
+    Perm,
+    /// `ENOENT` (2).
+    NoEnt,
+    /// `ESRCH` (3).
+    Srch,
+    /// `EAGAIN` (11).
+    Again,
+    /// `ENOMEM` (12).
+    NoMem,
+    /// `EFAULT` (14).
+    Fault,
+    /// `EBUSY` (16).
+    Busy,
+    /// `EINVAL` (22).
+    Inval,
+    /// `ENOSPC` (28).
+    NoSpc,
+    /// `EPROTO` (71).
+    Proto,
+}
+
+impl Errno {
+    /// Every errno this crate names.
+    pub const ALL: [Errno; 10] = [
+        Errno::Perm,
+        Errno::NoEnt,
+        Errno::Srch,
+        Errno::Again,
+        Errno::NoMem,
+        Errno::Fault,
+        Errno::Busy,
+        Errno::Inval,
+        Errno::NoSpc,
+        Errno::Proto,
+    ];
+
+    /// Its number on Linux x86-64.
+    pub fn code(self) -> i32 {
+        match self {
+            Errno::Perm => 1,
+            Errno::NoEnt => 2,
+            Errno::Srch => 3,
+            Errno::Again => 11,
+            Errno::NoMem => 12,
+            Errno::Fault => 14,
+            Errno::Busy => 16,
+            Errno::Inval => 22,
+            Errno::NoSpc => 28,
+            Errno::Proto => 71,
+        }
+    }
+
+    /// Its name: `EPERM`, `ENOENT`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Errno::Perm => "EPERM",
+            Errno::NoEnt => "ENOENT",
+            Errno::Srch => "ESRCH",
+            Errno::Again => "EAGAIN",
+            Errno::NoMem => "ENOMEM",
+            Errno::Fault => "EFAULT",
+            Errno::Busy => "EBUSY",
+            Errno::Inval => "EINVAL",
+            Errno::NoSpc => "ENOSPC",
+            Errno::Proto => "EPROTO",
+        }
+    }
+
+    /// The errno with this number.
+    pub fn from_code(code: i32) -> Option<Errno> {
+        Errno::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// The errno with this name.
+    pub fn from_name(name: &str) -> Option<Errno> {
+        Errno::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the command's ioctl returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ret {
+    /// 0.
+    Ok,
+    /// -1 with this errno.
+    Err(Errno),
+    /// `BINDER_GET_NODE_INFO_FOR_REF` succeeded with these counts.
+    NodeInfo {
+        /// `strong_count`.
+        strong: u32,
+        /// `weak_count`.
+        weak: u32,
+    },
+    /// No ioctl was made: the process had exited, or `free` found no
+    /// buffer to free.
+    Skipped,
+}
+
+impl fmt::Display for Ret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ret::Ok => f.write_str("0"),
+            Ret::Err(e) => write!(f, "{e}"),
+            Ret::NodeInfo { strong, weak } => write!(f, "strong {strong} weak {weak}"),
+            Ret::Skipped => f.write_str("skipped"),
+        }
+    }
+}
+
+/// An object as the receiver of a transaction finds it, translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Received {
+    /// `BINDER_TYPE_HANDLE` (`strong`) or `BINDER_TYPE_WEAK_HANDLE`: a
+    /// handle of the receiver's.
+    Handle {
+        /// The receiver's handle.
+        handle: u32,
+        /// Strong or weak.
+        strong: bool,
+    },
+    /// `BINDER_TYPE_BINDER` (`strong`) or `BINDER_TYPE_WEAK_BINDER`: one of
+    /// the receiver's own nodes.
+    Node {
+        /// The node's pointer.
+        ptr: u64,
+        /// Strong or weak.
+        strong: bool,
+    },
+}
+
+impl fmt::Display for Received {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let weak = |strong: bool| if strong { "" } else { "weak-" };
+        match *self {
+            Received::Handle { handle, strong } => write!(f, "{}handle {handle}", weak(strong)),
+            Received::Node { ptr, strong } => write!(f, "{}node {ptr}", weak(strong)),
+        }
+    }
+}
+
+/// One `BR_*` return a process reads.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Br {
+    /// `BR_TRANSACTION` of a one-way transaction and its objects.
+    Transaction(Vec<Received>),
+    /// `BR_TRANSACTION_COMPLETE`.
+    TransactionComplete,
+    /// `BR_DEAD_REPLY`.
+    DeadReply,
+    /// `BR_FAILED_REPLY`.
+    FailedReply,
+    /// `BR_ERROR` with its code.
+    Error(i32),
+    /// `BR_INCREFS` for the node with this pointer.
+    IncRefs(u64),
+    /// `BR_ACQUIRE`.
+    Acquire(u64),
+    /// `BR_RELEASE`.
+    Release(u64),
+    /// `BR_DECREFS`.
+    DecRefs(u64),
+    /// `BR_DEAD_BINDER` with the death notification's cookie.
+    DeadBinder(u64),
+    /// `BR_CLEAR_DEATH_NOTIFICATION_DONE` with its cookie.
+    ClearDeathDone(u64),
+}
+
+impl fmt::Display for Br {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Br::Transaction(objects) => {
+                f.write_str("transaction")?;
+                objects.iter().try_for_each(|o| write!(f, " {o}"))
+            }
+            Br::TransactionComplete => f.write_str("transaction-complete"),
+            Br::DeadReply => f.write_str("dead-reply"),
+            Br::FailedReply => f.write_str("failed-reply"),
+            Br::Error(code) => write!(f, "error {code}"),
+            Br::IncRefs(ptr) => write!(f, "increfs {ptr}"),
+            Br::Acquire(ptr) => write!(f, "acquire {ptr}"),
+            Br::Release(ptr) => write!(f, "release {ptr}"),
+            Br::DecRefs(ptr) => write!(f, "decrefs {ptr}"),
+            Br::DeadBinder(cookie) => write!(f, "dead-binder {cookie}"),
+            Br::ClearDeathDone(cookie) => write!(f, "clear-death-done {cookie}"),
+        }
+    }
+}
+
+/// A kernel log line, by what it reports. Each driver prints its own text
+/// (or nothing) for each; `docs/conformance.md` lists the lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Log {
+    /// The context manager asked for a reference to handle 0, its own node.
+    ManagerAcquiresZero,
+    /// A reference asked for on handle 0 got another handle.
+    GotOtherHandle {
+        /// The handle asked for.
+        wanted: u32,
+        /// The handle given.
+        got: u32,
+    },
+    /// A weak-only reference was used where a strong one is needed.
+    WeakAsStrong,
+    /// A reference-count command named a handle the process does not hold.
+    InvalidRef(u32),
+    /// A decrement found its count already at 0.
+    InvalidDecrement {
+        /// The strong count (or the weak one).
+        strong: bool,
+    },
+    /// `BINDER_SET_CONTEXT_MGR` while a manager is set.
+    ManagerAlreadySet,
+    /// `BINDER_SET_CONTEXT_MGR` from another euid than the first manager's.
+    ManagerBadUid,
+    /// A transaction to a handle the process does not hold (strongly).
+    TransactionToInvalidHandle(u32),
+    /// A transaction whose target node could not be found (no manager, or
+    /// an invalid handle).
+    NoTargetNode,
+    /// A transaction to handle 0 from the context manager itself.
+    TransactionToOwnManager,
+    /// A transaction failed (the driver's summary line).
+    TransactionFailed,
+    /// A transaction carried a handle the sender does not hold.
+    ObjectInvalidHandle(u32),
+    /// A death notification command named a handle the process does not
+    /// hold.
+    DeathInvalidRef {
+        /// Request (or clear).
+        request: bool,
+    },
+    /// A death notification is already set on the reference.
+    DeathAlreadySet,
+    /// A death notification to clear is not set.
+    DeathNotActive,
+    /// A death notification to clear has another cookie.
+    DeathCookieMismatch,
+    /// `BC_DEAD_BINDER_DONE` for a cookie not delivered.
+    DeadBinderDoneNotFound,
+    /// A strong increment of a node with no strong reference left.
+    InvalidIncStrongNode,
+    /// A node's count went below 0.
+    RefcountUnderflow,
+    /// `BC_INCREFS_DONE`/`BC_ACQUIRE_DONE` without a pending request.
+    IncRefDoneUnexpected,
+    /// `BINDER_GET_NODE_INFO_FOR_REF` with a field other than the handle set.
+    NodeInfoBadArgs,
+    /// The pool offered an id `by_handle` holds (`pr_err!`, `WARN_ON`).
+    PoolMismatch,
+    /// `BUG()`: the kernel crashed.
+    Bug,
+}
+
+impl fmt::Display for Log {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Log::GotOtherHandle { wanted, got } => write!(f, "got-other-handle {wanted} {got}"),
+            Log::InvalidRef(h) => write!(f, "invalid-ref {h}"),
+            Log::InvalidDecrement { strong } => {
+                write!(
+                    f,
+                    "invalid-decrement {}",
+                    if *strong { "strong" } else { "weak" }
+                )
+            }
+            Log::TransactionToInvalidHandle(h) => write!(f, "transaction-to-invalid-handle {h}"),
+            Log::ObjectInvalidHandle(h) => write!(f, "object-invalid-handle {h}"),
+            Log::DeathInvalidRef { request } => write!(
+                f,
+                "death-invalid-ref {}",
+                if *request { "request" } else { "clear" }
+            ),
+            other => f.write_str(other.word()),
+        }
+    }
+}
+
+impl Log {
+    /// The first word of its text form.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Log::ManagerAcquiresZero => "manager-acquires-zero",
+            Log::GotOtherHandle { .. } => "got-other-handle",
+            Log::WeakAsStrong => "weak-as-strong",
+            Log::InvalidRef(_) => "invalid-ref",
+            Log::InvalidDecrement { .. } => "invalid-decrement",
+            Log::ManagerAlreadySet => "manager-already-set",
+            Log::ManagerBadUid => "manager-bad-uid",
+            Log::TransactionToInvalidHandle(_) => "transaction-to-invalid-handle",
+            Log::NoTargetNode => "no-target-node",
+            Log::TransactionToOwnManager => "transaction-to-own-manager",
+            Log::TransactionFailed => "transaction-failed",
+            Log::ObjectInvalidHandle(_) => "object-invalid-handle",
+            Log::DeathInvalidRef { .. } => "death-invalid-ref",
+            Log::DeathAlreadySet => "death-already-set",
+            Log::DeathNotActive => "death-not-active",
+            Log::DeathCookieMismatch => "death-cookie-mismatch",
+            Log::DeadBinderDoneNotFound => "dead-binder-done-not-found",
+            Log::InvalidIncStrongNode => "invalid-inc-strong-node",
+            Log::RefcountUnderflow => "refcount-underflow",
+            Log::IncRefDoneUnexpected => "inc-ref-done-unexpected",
+            Log::NodeInfoBadArgs => "node-info-bad-args",
+            Log::PoolMismatch => "pool-mismatch",
+            Log::Bug => "bug",
+        }
+    }
+}
+
+/// A node, named the same way in every driver: its owner, its pointer,
+/// and how many nodes that owner had created with that pointer before it
+/// (a node is created again after the last reference to the previous one
+/// went away).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeName {
+    /// The process that owns (or owned) it.
+    pub owner: Pid,
+    /// Its pointer.
+    pub ptr: u64,
+    /// 0 for the first node with this owner and pointer, then 1, ...
+    pub serial: u32,
+}
+
+impl fmt::Display for NodeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.owner, self.ptr)?;
+        if self.serial > 0 {
+            write!(f, "#{}", self.serial)?;
+        }
+        Ok(())
+    }
+}
+
+/// A reference a process holds, by handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RefState {
+    /// The node it refers to.
+    pub node: NodeName,
+    /// Its strong count.
+    pub strong: u32,
+    /// Its weak count.
+    pub weak: u32,
+    /// The cookie of its death notification, if one is set.
+    pub death: Option<u64>,
+}
+
+/// A node a process owns, by pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeState {
+    /// Its serial (see [`NodeName`]).
+    pub serial: u32,
+    /// What `BINDER_GET_NODE_INFO_FOR_REF` would report as `strong_count`.
+    pub strong: u32,
+    /// ... and as `weak_count`.
+    pub weak: u32,
+    /// Whether the owner holds a strong reference on it (`has_strong_ref`
+    /// of `BINDER_GET_NODE_DEBUG_INFO`).
+    pub has_strong: bool,
+    /// Whether it holds a weak one.
+    pub has_weak: bool,
+}
+
+/// What one process holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProcState {
+    /// Whether it still has its Binder file open.
+    pub alive: bool,
+    /// Its references, by handle.
+    pub refs: BTreeMap<u32, RefState>,
+    /// Its nodes, by pointer.
+    pub nodes: BTreeMap<u64, NodeState>,
+    /// How many transaction buffers it has received and not freed.
+    pub buffers: usize,
+}
+
+/// Every process's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Snapshot {
+    /// By process.
+    pub procs: Vec<ProcState>,
+}
+
+/// What one command made observable.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Observed {
+    /// The ioctl's result (the process's last one, for a command that
+    /// makes several).
+    pub ret: Option<Ret>,
+    /// What each process read afterwards, by process (as a sorted list:
+    /// the order in which a driver queues its work is not compared).
+    pub reads: Vec<Vec<Br>>,
+    /// The kernel log lines, sorted.
+    pub log: Vec<Log>,
+}
+
+impl Observed {
+    /// An observation for `procs` processes with nothing in it yet.
+    pub fn new(procs: usize) -> Self {
+        Observed {
+            ret: None,
+            reads: vec![Vec::new(); procs],
+            log: Vec::new(),
+        }
+    }
+
+    /// Sorts the reads and the log lines, so that two drivers that queue
+    /// the same work in another order compare equal.
+    pub fn normalise(&mut self) {
+        self.reads.iter_mut().for_each(|r| r.sort());
+        self.log.sort();
+    }
+}
