@@ -66,7 +66,7 @@ pub use id_pool::{IdPool, PoolResizer, ReallocRequest, UnusedId, MIN_CAPACITY};
 pub use shrinker::Shrinker;
 pub use table::{
     slow_desc_lookup, AugmentedTree, BuildError, Error, Flavour, HandleTable, InvariantViolation,
-    LinearScan, Next, NodeId, NodeRefs, Operation, RefInfo, Request, SharedHandleTable, Warning,
-    ID_LIMIT,
+    LinearScan, Manager, Next, NodeId, NodeRefs, Operation, RefInfo, Request, SharedHandleTable,
+    Warning, ID_LIMIT,
 };
 pub use version::{Driver, MismatchReaction, ParseVersionError, Version};

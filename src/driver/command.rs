@@ -268,9 +268,11 @@ fn parse_objects(words: &[&str]) -> Result<Vec<Object>, String> {
                 handle: number(words.next(), "a handle")?,
                 strong,
             },
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "expected an object (node K, weak-node K, handle H, weak-handle H), got {kind:?}"
-            )),
+            ))
+            }
         };
         if objects.len() == MAX_OBJECTS {
             return Err(format!(

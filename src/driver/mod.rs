@@ -4,8 +4,15 @@
 //! [`observe`] is what userspace sees of a driver ([`Observed`],
 //! [`Snapshot`]).
 
+mod c;
 pub mod command;
+mod exec;
 pub mod observe;
+mod rust;
+
+pub use c::CDriver;
+pub use exec::{Sequential, Windows};
+pub use rust::RustDriver;
 
 pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_PROCS, NODE_PTRS};
 pub use observe::{

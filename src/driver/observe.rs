@@ -271,6 +271,28 @@ pub enum Log {
     PoolMismatch,
     /// `BUG()`: the kernel crashed.
     Bug,
+    /// A `WARN_ON` fired.
+    WarnOn,
+    /// Translating a transaction's object failed.
+    TranslateFailed,
+    /// A transaction's target process is dead.
+    DeadProcess,
+    /// Releasing a buffer met an object that no longer resolves.
+    BadBufferObject,
+    /// A dying process had a transaction not yet delivered to it.
+    UndeliveredTransaction,
+    /// A dying process had a `BR_TRANSACTION_COMPLETE` not yet read.
+    UndeliveredComplete,
+    /// A dying process had a return error not yet read.
+    UndeliveredError,
+    /// A dying process had a death notification's clearing not yet read.
+    UndeliveredDeath,
+    /// A dying process had a work item of a type its release does not
+    /// expect.
+    UnexpectedWork,
+    /// A non-blocking read found work to do and did none, and would retry
+    /// forever.
+    ReadLivelock,
 }
 
 impl fmt::Display for Log {
@@ -324,6 +346,16 @@ impl Log {
             Log::NodeInfoBadArgs => "node-info-bad-args",
             Log::PoolMismatch => "pool-mismatch",
             Log::Bug => "bug",
+            Log::WarnOn => "warn-on",
+            Log::TranslateFailed => "translate-failed",
+            Log::DeadProcess => "dead-process",
+            Log::BadBufferObject => "bad-buffer-object",
+            Log::UndeliveredTransaction => "undelivered-transaction",
+            Log::UndeliveredComplete => "undelivered-complete",
+            Log::UndeliveredError => "undelivered-error",
+            Log::UndeliveredDeath => "undelivered-death",
+            Log::UnexpectedWork => "unexpected-work",
+            Log::ReadLivelock => "read-livelock",
         }
     }
 }

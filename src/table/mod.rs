@@ -7,7 +7,7 @@ mod reclaim;
 
 pub use augmented::{AugmentedTree, ID_LIMIT};
 pub use flavour::{slow_desc_lookup, Flavour, LinearScan};
-pub use op::{Next, Operation, Request};
+pub use op::{Manager, Next, Operation, Request};
 
 use crate::alloc::{Corruption, Faults, Gfp};
 use crate::version::Version;
@@ -207,6 +207,7 @@ pub struct NodeRefs<F: Flavour> {
     dead: bool,
     version: Version,
     warnings: Vec<Warning>,
+    context_manager: Option<NodeId>,
 }
 
 impl<F: Flavour> Default for NodeRefs<F> {
@@ -226,6 +227,7 @@ impl<F: Flavour> NodeRefs<F> {
             dead: false,
             version: F::DEFAULT_VERSION,
             warnings: Vec::new(),
+            context_manager: None,
         }
     }
 
@@ -363,15 +365,41 @@ impl<F: Flavour> NodeRefs<F> {
         self.dead = true;
     }
 
-    /// If `node` has a handle, takes one more reference on it.
-    fn absorb(&mut self, node: NodeId) -> Option<u32> {
+    /// If `node` has a handle, returns it, and takes one more reference on
+    /// it when the table counts references (`counting`).
+    fn absorb(&mut self, node: NodeId, counting: bool) -> Option<u32> {
         let handle = *self.by_node.get(&node)?;
         let info = self
             .by_handle
             .get_mut(&handle)
             .expect("by_node names a handle that by_handle lacks");
-        info.count += 1;
+        if counting {
+            info.count += 1;
+        }
         Some(handle)
+    }
+
+    /// Removes `handle` from both maps and releases its id, without asking
+    /// the pool to shrink: what the C driver's `binder_cleanup_ref_olocked`
+    /// does to the trees and the map where no `try_shrink_dmap` follows
+    /// (a new reference whose first count failed, a dying process's
+    /// references). `None` when the handle is not in the table.
+    pub fn remove_handle(&mut self, handle: u32) -> Option<RefInfo> {
+        let info = self.by_handle.remove(&handle)?;
+        self.by_node.remove(&info.node);
+        self.pool.release(handle);
+        Some(info)
+    }
+
+    /// The context manager's node as this process's context has it now,
+    /// which an insert of [`Manager::Current`] compares its node with.
+    pub fn context_manager(&self) -> Option<NodeId> {
+        self.context_manager
+    }
+
+    /// Records that the context's manager is now `node` (or none).
+    pub fn set_context_manager(&mut self, node: Option<NodeId>) {
+        self.context_manager = node;
     }
 
     /// Runs one operation to completion with no other thread around: its

@@ -31,6 +31,21 @@ pub enum Request {
     Decrement(u32),
 }
 
+/// How an insert decides whether its node is the context manager's, which
+/// lets it take id 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Manager {
+    /// The caller decided once, when it asked (the Rust driver:
+    /// `insert_or_update_handle(node_ref, is_manager)`).
+    Is(bool),
+    /// Asked again at every pick, of the context as it is then
+    /// ([`NodeRefs::context_manager`]): the C driver's
+    /// `get_ref_desc_olocked` compares the node with
+    /// `proc->context->binder_context_mgr_node` each time it runs, so a
+    /// manager that changed while the lock was dropped changes the answer.
+    Current,
+}
+
 /// What the next step of an [`Operation`] needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -157,14 +172,44 @@ enum State<F: Flavour> {
 pub struct Operation<F: Flavour> {
     request: Request,
     state: State<F>,
+    /// Whether an insert that finds its node takes one more reference on
+    /// it (the table counts references), or only returns its handle (the
+    /// caller counts them: see [`Operation::attach`]).
+    counting: bool,
+    /// How an insert decides whether its node is the manager's.
+    manager: Manager,
 }
 
 impl<F: Flavour> Operation<F> {
     /// An operation that has not taken any step yet.
     pub fn new(request: Request) -> Self {
+        let manager = match request {
+            Request::Insert { is_manager, .. } => Manager::Is(is_manager),
+            _ => Manager::Is(false),
+        };
         Operation {
             request,
             state: State::Start,
+            counting: true,
+            manager,
+        }
+    }
+
+    /// An insert that finds or creates `node`'s handle without counting
+    /// references: a handle it creates has a count of 1 and one it finds
+    /// keeps its count. For a caller that keeps the strong and weak counts
+    /// itself (the command-level drivers of [`crate::driver`]); a
+    /// [`Request::Decrement`] then removes the handle. `manager` says how
+    /// the context manager's node is recognised. [`Operation::request`]
+    /// reports it as a [`Request::Insert`] with the manager answer the
+    /// insert starts with.
+    pub fn attach(node: NodeId, manager: Manager) -> Self {
+        let is_manager = matches!(manager, Manager::Is(true));
+        Operation {
+            request: Request::Insert { node, is_manager },
+            state: State::Start,
+            counting: false,
+            manager,
         }
     }
 
@@ -224,14 +269,16 @@ impl<F: Flavour> Operation<F> {
     pub fn step_locked(&mut self, refs: &mut NodeRefs<F>) {
         let state = std::mem::replace(&mut self.state, State::Start);
         self.state = match (self.request, state) {
-            (Request::Insert { node, .. }, State::Start) => match refs.absorb(node) {
-                Some(handle) => State::Done(Ok(handle)),
-                None => State::AllocRef,
-            },
-            (Request::Insert { node, is_manager }, State::Pick) => pick(refs, node, is_manager),
-            (Request::Insert { node, is_manager }, State::GrowCommit(resizer)) => {
+            (Request::Insert { node, .. }, State::Start) => {
+                match refs.absorb(node, self.counting) {
+                    Some(handle) => State::Done(Ok(handle)),
+                    None => State::AllocRef,
+                }
+            }
+            (Request::Insert { node, .. }, State::Pick) => self.pick(refs, node),
+            (Request::Insert { node, .. }, State::GrowCommit(resizer)) => {
                 refs.pool.grow(resizer);
-                pick(refs, node, is_manager)
+                self.pick(refs, node)
             }
             (Request::Increment(handle), State::Start) => match refs.by_handle.get_mut(&handle) {
                 Some(info) => {
@@ -294,18 +341,29 @@ impl<F: Flavour> Operation<F> {
     }
 }
 
-/// The critical section that picks an id for `node` and inserts it, or asks
-/// to grow the pool first, in the protocol of the table's driver.
-fn pick<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
-    match refs.version.driver() {
-        Driver::Rust => pick_rust(refs, node, is_manager),
-        Driver::C => pick_c(refs, node, is_manager),
+impl<F: Flavour> Operation<F> {
+    /// The critical section that picks an id for `node` and inserts it, or
+    /// asks to grow the pool first, in the protocol of the table's driver.
+    fn pick(&self, refs: &mut NodeRefs<F>, node: NodeId) -> State<F> {
+        let is_manager = match self.manager {
+            Manager::Is(is_manager) => is_manager,
+            Manager::Current => refs.context_manager == Some(node),
+        };
+        match refs.version.driver() {
+            Driver::Rust => pick_rust(refs, node, is_manager, self.counting),
+            Driver::C => pick_c(refs, node, is_manager, self.counting),
+        }
     }
 }
 
 /// `insert_or_update_handle` after relocking: the pool first, `by_node`
 /// after.
-fn pick_rust<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
+fn pick_rust<F: Flavour>(
+    refs: &mut NodeRefs<F>,
+    node: NodeId,
+    is_manager: bool,
+    counting: bool,
+) -> State<F> {
     // Id 0 is the context manager's alone.
     let start = if is_manager { 0 } else { 1 };
     let id = loop {
@@ -332,7 +390,7 @@ fn pick_rust<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool)
         }
     };
     // The node may have been inserted while the lock was dropped.
-    if let Some(handle) = refs.absorb(node) {
+    if let Some(handle) = refs.absorb(node, counting) {
         return State::Done(Ok(handle));
     }
     if refs.dead && refs.version.insert_checks_dead() {
@@ -346,8 +404,13 @@ fn pick_rust<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool)
 
 /// `binder_get_ref_for_node_olocked` with a new ref, from `retry:`:
 /// `refs_by_node` first, then `get_ref_desc_olocked`, then both trees.
-fn pick_c<F: Flavour>(refs: &mut NodeRefs<F>, node: NodeId, is_manager: bool) -> State<F> {
-    if let Some(handle) = refs.absorb(node) {
+fn pick_c<F: Flavour>(
+    refs: &mut NodeRefs<F>,
+    node: NodeId,
+    is_manager: bool,
+    counting: bool,
+) -> State<F> {
+    if let Some(handle) = refs.absorb(node, counting) {
         return State::Done(Ok(handle));
     }
     let version = refs.version;
