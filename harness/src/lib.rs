@@ -20,6 +20,7 @@
 
 pub mod bits;
 pub mod check;
+pub mod commands;
 pub mod designs;
 pub mod dict;
 pub mod domain;

@@ -1,0 +1,23 @@
+//! Naive models of what each driver shows userspace, written from the
+//! upstream sources independently of `idpool::driver`'s transliterations:
+//! processes hold references (handle, node, strong and weak counts), nodes
+//! have owners and counts, and each rule is stated as the driver's user
+//! sees it. They never call into `idpool::driver`'s drivers.
+
+use idpool::driver::{Observed, Snapshot, Step};
+use idpool::{AllocSite, Version};
+
+/// A naive model of one driver.
+pub trait Oracle {
+    /// The model after each of `euids.len()` processes opened the device,
+    /// for `version` (of the model's driver).
+    fn new(euids: &[u32], version: Version) -> Self
+    where
+        Self: Sized;
+    /// Runs one step to completion, then every live process drains its
+    /// work (`docs/commands.md`); `fail` makes the command's first
+    /// allocation at that site fail.
+    fn step(&mut self, step: &Step, fail: Option<AllocSite>) -> Observed;
+    /// What each process holds now.
+    fn snapshot(&self) -> Snapshot;
+}
