@@ -101,6 +101,13 @@ pub enum Check {
     Reclaimable,
     /// The kernel's own C and ours disagree (`kernel_dbitmap`).
     Kernel,
+    /// What the processes read after a command (`binder_commands`).
+    Reads,
+    /// The kernel log lines a command printed (`binder_commands`).
+    KernelLog,
+    /// The C and the Rust driver showed userspace different things
+    /// (`binder_commands`).
+    DriversDiffer,
     /// A panic that came from no check; the name is the first clause of
     /// its message, digits folded (`attempt to subtract with overflow`).
     Panic(String),
@@ -140,6 +147,9 @@ impl Display for Check {
             Check::Death => "process death",
             Check::Reclaimable => "reclaimable ids",
             Check::Kernel => "kernel",
+            Check::Reads => "reads",
+            Check::KernelLog => "kernel log",
+            Check::DriversDiffer => "drivers differ",
             Check::Panic(what) => return write!(f, "panic: {what}"),
         })
     }
@@ -216,6 +226,14 @@ op_kinds! {
     StartFrom,
     /// Start over with a fresh pool whose allocation fails.
     ResetFailing,
+    /// Become the context manager.
+    SetManager,
+    /// A one-way transaction.
+    Transaction,
+    /// Free a received buffer.
+    FreeBuffer,
+    /// Request or clear a death notification.
+    Death,
 }
 
 /// An operation of some op language.
@@ -388,6 +406,12 @@ pub enum Detail {
         /// The planned allocation failures each side had not consumed
         /// after the request: which allocations it attempted.
         pending: [u32; 2],
+    },
+    /// The C and the Rust driver differ in a way a rule of
+    /// `commands::compare` explains.
+    Drivers {
+        /// The rule's name.
+        rule: &'static str,
     },
 }
 

@@ -267,15 +267,24 @@ pub enum Finding {
     /// is dropped a non-manager is given descriptor 0 (a duplicate, and a
     /// `BUG()`, if a new manager's ref took 0 meanwhile).
     V3Zero,
+    /// Mainline's C and Rust drivers: a reference to the context manager's
+    /// node made by a transaction gets descriptor 0 from C, 1 or more from
+    /// Rust (`docs/findings/0001-manager-node-handle-from-transaction.md`).
+    ManagerHandle,
+    /// Mainline's C and Rust drivers: `BINDER_GET_NODE_INFO_FOR_REF`
+    /// answers differently (`docs/findings/0002-node-info-for-ref.md`).
+    NodeInfo,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 4] = [
+    pub const ALL: [Finding; 6] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
         Finding::V3Zero,
+        Finding::ManagerHandle,
+        Finding::NodeInfo,
     ];
 
     /// The name `IDPOOL_HISTORY` and `ci/history.sh` use.
@@ -285,6 +294,8 @@ impl Finding {
             Finding::V3Threshold => "v3-threshold",
             Finding::RustMismatch => "rust-mismatch",
             Finding::V3Zero => "v3-zero",
+            Finding::ManagerHandle => "manager-handle",
+            Finding::NodeInfo => "node-info",
         }
     }
 
@@ -293,8 +304,9 @@ impl Finding {
     /// this finding, as `triage minimize` writes in the trace's header).
     pub fn hunted_by(self) -> &'static [&'static str] {
         match self {
-            Finding::Collision => &["handle_table", "concurrent_resize"],
+            Finding::Collision => &["handle_table", "concurrent_resize", "binder_commands"],
             Finding::V3Threshold | Finding::RustMismatch | Finding::V3Zero => &["handle_table"],
+            Finding::ManagerHandle | Finding::NodeInfo => &["binder_commands"],
         }
     }
 
@@ -340,6 +352,9 @@ impl Finding {
                 }),
             ) if rules(*version).manager_always_zero => Some(Finding::Collision),
             (Check::HandleZero, None) if on("c-v3") => Some(Finding::V3Zero),
+            (Check::DriversDiffer, Some(Detail::Drivers { rule })) => {
+                Finding::ALL.into_iter().find(|f| f.name() == *rule)
+            }
             // v3's bit 0 cleared while a manager's ref that took 0 without
             // looking holds it: the non-manager given 0 collides.
             (

@@ -154,6 +154,28 @@ events! {
     /// version's model expected after the corruption (C; concurrent target
     /// only).
     mismatch_crash,
+    /// The C and the Rust driver differed in a way a known rule explains
+    /// (`binder_commands`).
+    drivers_differ,
+    /// A process became the context manager (`binder_commands`).
+    manager_registered,
+    /// A process became the context manager after an earlier one died
+    /// (`binder_commands`).
+    manager_replaced,
+    /// A transaction's object was translated for its receiver
+    /// (`binder_commands`).
+    objects_translated,
+    /// A transaction's object reached its receiver as handle 0
+    /// (`binder_commands`).
+    handle_zero_received,
+    /// A death notification was read (`binder_commands`).
+    death_delivered,
+    /// `BINDER_GET_NODE_INFO_FOR_REF` answered with counts
+    /// (`binder_commands`).
+    node_info_answered,
+    /// A process held more than 64 references, past its handle map's
+    /// first grow (`binder_commands`).
+    refs_past_one_word,
 }
 
 /// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a
@@ -203,6 +225,12 @@ pub fn concurrent_resize(data: &[u8]) -> Events {
 /// on the `dbitmap_ops` program (see [`kernel`]). Needs the kernel header.
 pub fn kernel_dbitmap(data: &[u8]) -> Events {
     registry::fuzz(&targets::KERNEL_DBITMAP, data)
+}
+
+/// Target `binder_commands`: the C and the Rust driver at the command
+/// level (see [`commands`]).
+pub fn binder_commands(data: &[u8]) -> Events {
+    registry::fuzz(&targets::BINDER_COMMANDS, data)
 }
 
 /// A concurrent run's outcome as [`Events`].

@@ -26,6 +26,7 @@ pub static TARGETS: &[&dyn Target] = &[
     &crate::targets::CONCURRENT_RESIZE,
     &crate::targets::TRACE_ROUNDTRIP,
     &crate::targets::KERNEL_DBITMAP,
+    &crate::targets::BINDER_COMMANDS,
 ];
 
 /// The target called `name`.

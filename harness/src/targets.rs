@@ -34,6 +34,10 @@ pub static HANDLE_TABLE: TableTarget = TableTarget;
 /// windows (see [`crate::sched`]).
 pub static CONCURRENT_RESIZE: ConcurrentTarget = ConcurrentTarget;
 
+/// `binder_commands`: both drivers at the command level (see
+/// [`crate::commands`]).
+pub static BINDER_COMMANDS: crate::commands::CommandsTarget = crate::commands::CommandsTarget;
+
 /// `trace_roundtrip`: the trace parser and printer (see
 /// [`crate::trace::roundtrip`]). No corpus, no trace form, libFuzzer only,
 /// a hand-written dictionary.

@@ -19,7 +19,7 @@
 //! has a single thread, a looper, which never blocks.
 
 use super::command::{Command, Object, Pid, RefCmd, Step};
-use super::exec::{drive, Tables, Windows};
+use super::exec::{drive, Held, Tables, Windows};
 use super::observe::{
     Br, Errno, Log, NodeName, NodeState, Observed, ProcState, Received, RefState, Ret, Snapshot,
 };
@@ -141,11 +141,26 @@ pub struct CDriver {
     serials: BTreeMap<(Pid, u64), u32>,
     log: Vec<Log>,
     crashed: bool,
+    crash: Option<Crash>,
+    /// The locks the running command keeps across its allocations.
+    held: Held,
+}
+
+/// What a `BUG()` in `binder_get_ref_for_node_olocked` was about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crash {
+    /// The descriptor found twice in `refs_by_desc`.
+    pub desc: u32,
+    /// Whether the node inserted was the context manager's.
+    pub manager: bool,
 }
 
 impl Tables<DBitmap> for CDriver {
     fn table(&mut self, pid: Pid) -> &mut NodeRefs<DBitmap> {
         &mut self.procs[pid.index()].refs
+    }
+    fn held(&self) -> Held {
+        self.held
     }
 }
 
@@ -192,6 +207,8 @@ impl CDriver {
             serials: BTreeMap::new(),
             log: Vec::new(),
             crashed: false,
+            crash: None,
+            held: Held::default(),
         }
     }
 
@@ -206,12 +223,31 @@ impl CDriver {
         self.crashed
     }
 
+    /// What the `BUG()` was about, once one fired.
+    pub fn crash(&self) -> Option<Crash> {
+        self.crash
+    }
+
+    /// The locks `command` takes that another command may keep across an
+    /// allocation: it cannot run in such a command's window.
+    pub fn needs(command: &Command) -> Held {
+        let context_manager = match command {
+            Command::SetManager | Command::NodeInfo(_) | Command::Exit => true,
+            Command::Send { to, .. } => *to == 0,
+            Command::Ref(cmd, 0) => cmd.increment(),
+            _ => false,
+        };
+        Held { context_manager }
+    }
+
     /// Runs one step to completion, then lets every process that is not in
     /// the middle of a command drain its work. `busy` are the processes
     /// whose command is paused in a window around this one.
     pub fn exec(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
         let mut observed = Observed::new(self.procs.len());
-        self.log.clear();
+        // A step run in another's window logs on its own: the outer
+        // step's lines so far are put back after it.
+        let outer = std::mem::take(&mut self.log);
         let ret = if self.crashed || !self.procs[step.pid.index()].open {
             Ret::Skipped
         } else {
@@ -228,6 +264,7 @@ impl CDriver {
             }
         }
         log.append(&mut self.log);
+        self.log = outer;
         observed.log = log;
         observed.normalise();
         observed
@@ -597,9 +634,13 @@ impl CDriver {
         let desc = match drive(self, pid, op, windows) {
             Ok(desc) => desc,
             Err(Error::NoMemory) => return Err(Errno::NoMem),
-            Err(Error::KernelBug { .. }) => {
+            Err(Error::KernelBug { id }) => {
                 self.log.push(Log::Bug);
                 self.crashed = true;
+                self.crash = Some(Crash {
+                    desc: id,
+                    manager: self.manager == Some(n),
+                });
                 return Err(Errno::Fault);
             }
             Err(e) => unreachable!("the C insert does not fail with {e}"),
@@ -677,7 +718,11 @@ impl CDriver {
                     self.log.push(Log::ManagerAcquiresZero);
                     return Ret::Err(Errno::Inval);
                 }
+                // Under context->context_mgr_node_lock.
+                let outer = self.held;
+                self.held.context_manager = true;
                 ret = self.binder_inc_ref_for_node(pid, m, strong, None, windows);
+                self.held = outer;
                 if self.crashed {
                     return Ret::Err(Errno::Fault);
                 }
@@ -863,14 +908,15 @@ impl CDriver {
             target_node: Some(target_node),
             objects: Vec::new(),
         });
-        for object in objects {
-            let translated = match *object {
+        for object in objects.iter().flat_map(Object::expand) {
+            let translated = match object {
                 Object::Node { ptr, strong } => {
                     self.binder_translate_binder(pid, target_proc, ptr, strong, windows)
                 }
                 Object::Handle { handle, strong } => {
                     self.binder_translate_handle(pid, target_proc, handle, strong, windows)
                 }
+                Object::Nodes { .. } => unreachable!("runs are expanded"),
             };
             if self.crashed {
                 return;
@@ -1081,15 +1127,41 @@ impl CDriver {
         panic!("{pid} still has work after 256 reads");
     }
 
-    /// One non-blocking `binder_thread_read`: `None` for `EAGAIN`.
+    /// One non-blocking `binder_thread_read`: `None` for `EAGAIN` (logged
+    /// by `binder_ioctl` when it comes after work was announced).
     fn binder_thread_read(&mut self, pid: Pid) -> Option<Vec<Br>> {
-        let p = &self.procs[pid.index()];
-        let wait_for_proc_work = p.thread_todo.is_empty();
-        let has_work = p.process_todo || (wait_for_proc_work && !p.todo.is_empty());
-        if !has_work {
-            return None;
+        let mut retried = false;
+        // `goto retry` while nothing was added: each pass consumes at
+        // least one item or finds the work gone, except when the thread is
+        // told it has work it cannot find (the bound).
+        for _ in 0..64 {
+            let p = &self.procs[pid.index()];
+            let wait_for_proc_work = p.thread_todo.is_empty();
+            let has_work = p.process_todo || (wait_for_proc_work && !p.todo.is_empty());
+            if !has_work {
+                if retried {
+                    self.log.push(Log::ReadAgain);
+                }
+                return None;
+            }
+            let mut out = Vec::new();
+            let consumed = self.read_pass(pid, wait_for_proc_work, &mut out);
+            if !out.is_empty() {
+                return Some(out);
+            }
+            if !consumed && retried {
+                break;
+            }
+            retried = true;
         }
-        let mut out = Vec::new();
+        self.log.push(Log::ReadLivelock);
+        None
+    }
+
+    /// The loop of `binder_thread_read` after its wait: whether it took
+    /// any item off a list.
+    fn read_pass(&mut self, pid: Pid, wait_for_proc_work: bool, out: &mut Vec<Br>) -> bool {
+        let mut consumed = false;
         loop {
             let p = self.proc(pid);
             let w = if let Some(w) = p.thread_todo.pop_front() {
@@ -1097,8 +1169,9 @@ impl CDriver {
             } else if wait_for_proc_work && !p.todo.is_empty() {
                 p.todo.pop_front().expect("not empty")
             } else {
-                break;
+                return consumed;
             };
+            consumed = true;
             if p.thread_todo.is_empty() {
                 p.process_todo = false;
             }
@@ -1106,7 +1179,7 @@ impl CDriver {
                 Work::Transaction(buffer) => {
                     out.push(Br::Transaction(self.buffers[buffer].objects.clone()));
                     self.proc(pid).buffers.push_back(buffer);
-                    break;
+                    return true;
                 }
                 Work::ReturnError(e) => {
                     self.proc(pid).return_error_pending = false;
@@ -1116,7 +1189,7 @@ impl CDriver {
                     });
                 }
                 Work::TransactionComplete => out.push(Br::TransactionComplete),
-                Work::Node(n) => self.node_work(pid, n, &mut out),
+                Work::Node(n) => self.node_work(pid, n, out),
                 Work::Death(d) => {
                     let cookie = self.deaths[d].cookie;
                     if self.deaths[d].kind == DeathKind::Clear {
@@ -1124,18 +1197,11 @@ impl CDriver {
                     } else {
                         self.proc(pid).delivered_death.push(d);
                         out.push(Br::DeadBinder(cookie));
-                        break;
+                        return true;
                     }
                 }
             }
         }
-        if out.is_empty() {
-            // Nothing added: `goto retry`, where the same work is still
-            // announced and the same nothing is found, for ever.
-            self.log.push(Log::ReadLivelock);
-            return None;
-        }
-        Some(out)
     }
 
     /// `binder_thread_read`'s `BINDER_WORK_NODE`.

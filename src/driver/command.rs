@@ -28,7 +28,9 @@ pub const MAX_OBJECTS: usize = 4;
 /// Node pointers a process sends are `0..NODE_PTRS` (the cookie is the
 /// pointer). The context manager's node is pointer 0, as
 /// `BINDER_SET_CONTEXT_MGR` creates it.
-pub const NODE_PTRS: u64 = 4;
+pub const NODE_PTRS: u64 = 1 << 16;
+/// The most nodes one [`Object::Nodes`] sends.
+pub const MAX_NODE_RUN: u32 = 256;
 
 /// A process of a program: `p0` to `p3`, in the order they opened the
 /// device.
@@ -123,6 +125,28 @@ pub enum Object {
         /// Strong or weak.
         strong: bool,
     },
+    /// `count` `BINDER_TYPE_BINDER` objects, the sender's nodes with
+    /// pointers `first`, `first + 1`, ...: a short way to write the many
+    /// references it takes to fill a handle table past a resize.
+    Nodes {
+        /// The first pointer.
+        first: u64,
+        /// How many, at most [`MAX_NODE_RUN`].
+        count: u32,
+    },
+}
+
+impl Object {
+    /// The single objects it stands for (a [`Object::Nodes`] run expanded).
+    pub fn expand(&self) -> impl Iterator<Item = Object> {
+        let (single, run) = match *self {
+            Object::Nodes { first, count } => (None, first..first + u64::from(count)),
+            single => (Some(single), 0..0),
+        };
+        single
+            .into_iter()
+            .chain(run.map(|ptr| Object::Node { ptr, strong: true }))
+    }
 }
 
 impl fmt::Display for Object {
@@ -134,6 +158,7 @@ impl fmt::Display for Object {
             Object::Handle { handle, strong } => {
                 write!(f, "{}handle {handle}", if strong { "" } else { "weak-" })
             }
+            Object::Nodes { first, count } => write!(f, "nodes {first} {count}"),
         }
     }
 }
@@ -268,6 +293,19 @@ fn parse_objects(words: &[&str]) -> Result<Vec<Object>, String> {
                 handle: number(words.next(), "a handle")?,
                 strong,
             },
+            "nodes" if strong => {
+                let first: u64 = number(words.next(), "a node pointer")?;
+                let count: u32 = number(words.next(), "a count")?;
+                if count == 0 || count > MAX_NODE_RUN {
+                    return Err(format!(
+                        "a run of nodes has 1 to {MAX_NODE_RUN}, got {count}"
+                    ));
+                }
+                if first + u64::from(count) > NODE_PTRS {
+                    return Err(format!("node pointers end below {NODE_PTRS}"));
+                }
+                Object::Nodes { first, count }
+            }
             _ => {
                 return Err(format!(
                 "expected an object (node K, weak-node K, handle H, weak-handle H), got {kind:?}"
@@ -405,6 +443,7 @@ mod tests {
             "p3 decrefs 4294967295",
             "p0 send 0",
             "p0 send 0 node 1 weak-node 0 handle 3 weak-handle 2",
+            "p0 send 3 nodes 100 64 node 2",
             "p1 free",
             "p1 death 2 9",
             "p1 clear-death 2 9",
@@ -426,7 +465,9 @@ mod tests {
         assert!(err("p0 acquire").contains("missing a handle"));
         assert!(err("p0 acquire x").contains("expected a handle"));
         assert!(err("p0 exit 1").contains("takes 0"));
-        assert!(err("p0 send 0 node 4").contains("below 4"));
+        assert!(err("p0 send 0 node 65536").contains("below 65536"));
+        assert!(err("p0 send 0 nodes 1 0").contains("1 to 256"));
+        assert!(err("p0 send 0 weak-nodes 1 2").contains("expected an object"));
         assert!(err("p0 send 0 thing 1").contains("expected an object"));
         assert!(err("p0 send 0 node 1 node 1 node 1 node 1 node 1").contains("at most 4"));
     }

@@ -10,6 +10,10 @@ use crate::table::{Error, Flavour, Next, NodeRefs, Operation};
 pub(crate) trait Tables<F: Flavour> {
     /// The handle table of `pid`.
     fn table(&mut self, pid: Pid) -> &mut NodeRefs<F>;
+    /// The locks the command running now keeps across its allocations.
+    fn held(&self) -> Held {
+        Held::default()
+    }
 }
 
 /// What the caller of a command decides while it runs.
@@ -24,8 +28,31 @@ pub trait Windows<D: ?Sized> {
     /// The flags of the next allocation at `site`.
     fn gfp(&mut self, site: AllocSite) -> Gfp;
     /// The lock is dropped for an allocation at `site`; `driver` may be
-    /// driven (by other processes) before it is taken again.
-    fn window(&mut self, driver: &mut D, site: AllocSite);
+    /// driven (by other processes) before it is taken again, by commands
+    /// that need none of the locks in `held`, which the paused command
+    /// keeps across the allocation.
+    fn window(&mut self, driver: &mut D, site: AllocSite, held: Held);
+}
+
+/// Locks other than the process's that a command keeps while it allocates
+/// with the process lock dropped: a command that needs one of them waits
+/// until the paused command is done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// The C driver's `context->context_mgr_node_lock`, which
+    /// `BC_INCREFS`/`BC_ACQUIRE` on handle 0 keep across
+    /// `binder_inc_ref_for_node` (and with it its allocations), and which
+    /// `BINDER_SET_CONTEXT_MGR`, a transaction to handle 0,
+    /// `BINDER_GET_NODE_INFO_FOR_REF`, `BC_INCREFS`/`BC_ACQUIRE` on handle 0
+    /// and the release of a dying process take.
+    pub context_manager: bool,
+}
+
+impl Held {
+    /// Whether a command that needs `needs` must wait.
+    pub fn blocks(self, needs: Held) -> bool {
+        self.context_manager && needs.context_manager
+    }
 }
 
 /// No window is used and every allocation succeeds: commands run one
@@ -36,7 +63,7 @@ impl<D: ?Sized> Windows<D> for Sequential {
     fn gfp(&mut self, _: AllocSite) -> Gfp {
         Gfp::Kernel
     }
-    fn window(&mut self, _: &mut D, _: AllocSite) {}
+    fn window(&mut self, _: &mut D, _: AllocSite, _: Held) {}
 }
 
 /// Runs `op` on `pid`'s table in `driver` to completion: each critical
@@ -55,7 +82,8 @@ pub(crate) fn drive<D: Tables<F>, F: Flavour>(
                 let site = op.alloc_site().expect("an unlocked step allocates");
                 let gfp = windows.gfp(site);
                 op.step_unlocked(gfp);
-                windows.window(driver, site);
+                let held = driver.held();
+                windows.window(driver, site, held);
             }
             Next::Done(outcome) => return outcome,
         }

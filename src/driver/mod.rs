@@ -10,8 +10,8 @@ mod exec;
 pub mod observe;
 mod rust;
 
-pub use c::CDriver;
-pub use exec::{Sequential, Windows};
+pub use c::{CDriver, Crash};
+pub use exec::{Held, Sequential, Windows};
 pub use rust::RustDriver;
 
 pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_PROCS, NODE_PTRS};

@@ -275,6 +275,9 @@ pub enum Log {
     WarnOn,
     /// Translating a transaction's object failed.
     TranslateFailed,
+    /// Copying a transaction's data into the target's buffer failed (the
+    /// Rust driver's second line for a failed translation).
+    CopyFailed,
     /// A transaction's target process is dead.
     DeadProcess,
     /// Releasing a buffer met an object that no longer resolves.
@@ -293,6 +296,10 @@ pub enum Log {
     /// A non-blocking read found work to do and did none, and would retry
     /// forever.
     ReadLivelock,
+    /// A read failed with `EAGAIN` after `poll` said there was work: the
+    /// work there was produced nothing to return (both drivers log every
+    /// failed read).
+    ReadAgain,
 }
 
 impl fmt::Display for Log {
@@ -348,6 +355,7 @@ impl Log {
             Log::Bug => "bug",
             Log::WarnOn => "warn-on",
             Log::TranslateFailed => "translate-failed",
+            Log::CopyFailed => "copy-failed",
             Log::DeadProcess => "dead-process",
             Log::BadBufferObject => "bad-buffer-object",
             Log::UndeliveredTransaction => "undelivered-transaction",
@@ -356,6 +364,7 @@ impl Log {
             Log::UndeliveredDeath => "undelivered-death",
             Log::UnexpectedWork => "unexpected-work",
             Log::ReadLivelock => "read-livelock",
+            Log::ReadAgain => "read-again",
         }
     }
 }

@@ -272,7 +272,9 @@ impl RustDriver {
     /// [`CDriver::exec`]: super::CDriver::exec
     pub fn exec(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
         let mut observed = Observed::new(self.procs.len());
-        self.log.clear();
+        // A step run in another's window logs on its own: the outer
+        // step's lines so far are put back after it.
+        let outer = std::mem::take(&mut self.log);
         let ret = if !self.procs[step.pid.index()].open {
             Ret::Skipped
         } else {
@@ -288,6 +290,7 @@ impl RustDriver {
             observed.reads[i] = self.drain(pid);
         }
         log.append(&mut self.log);
+        self.log = outer;
         observed.log = log;
         observed.normalise();
         observed
@@ -1005,13 +1008,12 @@ impl RustDriver {
             oneway_node: None,
             objects: Vec::new(),
         });
-        for object in objects {
-            match self.translate_object(pid, target, *object, windows) {
+        for object in objects.iter().flat_map(Object::expand) {
+            match self.translate_object(pid, target, object, windows) {
                 Ok(received) => self.buffers[buffer].objects.push(received),
                 Err(_) => {
                     self.log.push(Log::TranslateFailed);
-                    // "Failure in copy_transaction_data" (pr_warn): the
-                    // same situation, one line of each driver.
+                    self.log.push(Log::CopyFailed);
                     self.drop_allocation(buffer, windows);
                     self.drop_node_ref(node_ref);
                     return Err(BinderError::failed());
@@ -1066,6 +1068,7 @@ impl RustDriver {
             Object::Handle { handle, strong } => {
                 (self.get_node_from_handle(pid, handle, strong)?, strong)
             }
+            Object::Nodes { .. } => unreachable!("runs are expanded"),
         };
         let n = node_ref.node;
         if self.nodes[n].owner == target {
@@ -1175,6 +1178,12 @@ impl RustDriver {
             if !self.do_work(pid, work, &mut out) {
                 break;
             }
+        }
+        if out.is_empty() {
+            // Nothing written: EAGAIN, which `Thread::write_read` logs
+            // ("Read failure").
+            self.log.push(Log::ReadAgain);
+            return None;
         }
         Some(out)
     }

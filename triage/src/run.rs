@@ -73,5 +73,14 @@ pub fn explain(failure: &Failure) -> &'static str {
         Check::Kernel => {
             "the kernel's own dbitmap.h and our DBitmap did different things on the same call; the message says which side the model stands with"
         }
+        Check::Reads => {
+            "a process read other BR_* returns after a command than the driver's naive model expects"
+        }
+        Check::KernelLog => {
+            "the driver printed other kernel log lines than its naive model expects"
+        }
+        Check::DriversDiffer => {
+            "the C and the Rust driver showed userspace different things for the same commands; the message names the known difference, or none if it is new"
+        }
     }
 }

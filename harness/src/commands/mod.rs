@@ -1,5 +1,29 @@
 //! The `binder_commands` target: both Binder drivers at the level of the
 //! commands userspace sends (`idpool::driver`), each against its naive
-//! model ([`oracle`]), and against each other.
+//! model ([`oracle`]), and against each other ([`compare`]).
+//!
+//! - [`program`]: the program (versions, processes, steps and their plans),
+//!   its decoding from bytes and its trace text;
+//! - [`run`]: both drivers step by step, each step's windows and failing
+//!   allocation, every check;
+//! - [`compare`]: the drivers against each other, and every known
+//!   difference between them;
+//! - [`oracle`]: the naive models;
+//! - [`target`]: the registry entry, the trace and the minimiser.
 
+pub mod compare;
 pub mod oracle;
+pub mod program;
+pub mod run;
+pub mod target;
+
+pub use program::{CmdProgram, Plan};
+pub use target::CommandsTarget;
+
+use crate::check::Checked;
+use crate::Events;
+
+/// Runs `program` on both drivers with every check.
+pub fn run(program: &CmdProgram) -> Checked<Events> {
+    run::run_with::<oracle::Unmodelled, oracle::Unmodelled>(program)
+}

@@ -20,4 +20,30 @@ pub trait Oracle {
     fn step(&mut self, step: &Step, fail: Option<AllocSite>) -> Observed;
     /// What each process holds now.
     fn snapshot(&self) -> Snapshot;
+    /// Whether the model is checked at all (a driver without a model yet
+    /// says no).
+    fn enabled() -> bool
+    where
+        Self: Sized,
+    {
+        true
+    }
+}
+
+/// No model: nothing is checked against it.
+pub struct Unmodelled;
+
+impl Oracle for Unmodelled {
+    fn new(_: &[u32], _: Version) -> Self {
+        Unmodelled
+    }
+    fn step(&mut self, _: &Step, _: Option<AllocSite>) -> Observed {
+        Observed::default()
+    }
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::default()
+    }
+    fn enabled() -> bool {
+        false
+    }
 }
