@@ -387,4 +387,23 @@ pub mod checked {
         unsafe { super::bitmap_free(ptr) };
         Some(copy)
     }
+
+    /// Allocates a block, frees it, and frees it again: the shim's guard
+    /// against double frees, exercised safely (the second free is refused
+    /// before any memory is touched).
+    ///
+    /// # Panics
+    ///
+    /// Always, in the second `bitmap_free`.
+    pub fn free_twice() {
+        // SAFETY: `bitmap_zalloc` has no precondition.
+        let ptr = unsafe { super::bitmap_zalloc(100, 0) };
+        assert!(!ptr.is_null(), "an allocation failure was planned");
+        // SAFETY: a live block, not used afterwards; the second call frees
+        // nothing, it panics on finding the block gone.
+        unsafe {
+            super::bitmap_free(ptr);
+            super::bitmap_free(ptr);
+        }
+    }
 }
