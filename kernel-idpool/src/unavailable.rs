@@ -26,6 +26,7 @@ pub mod bitmap {
             unavailable()
         }
         /// Unreachable.
+        #[allow(clippy::len_without_is_empty)] // as the kernel's
         pub fn len(&self) -> usize {
             unavailable()
         }
@@ -68,7 +69,7 @@ pub mod id_pool {
     /// Stand-in for `PoolResizer`.
     pub struct PoolResizer(());
     /// Stand-in for `UnusedId`.
-    pub struct UnusedId<'pool>(&'pool mut IdPool);
+    pub struct UnusedId<'pool>(core::marker::PhantomData<&'pool mut IdPool>);
 
     impl ReallocRequest {
         /// Unreachable.
@@ -79,6 +80,7 @@ pub mod id_pool {
 
     impl IdPool {
         /// Panics: the source is unavailable.
+        #[allow(clippy::new_without_default)]
         pub fn new() -> Self {
             unavailable()
         }
