@@ -158,6 +158,25 @@ impl Version {
         matches!(self, Version::CV3)
     }
 
+    /// `dbitmap_free` frees the map but leaves `dmap->map` pointing at it,
+    /// as merged in June 2024 (commit 15d9da3f818c) until upstream's
+    /// "binder: fix double-free in dbitmap" (commit 3ebcd3460cad,
+    /// September 2025) cleared it. A failed grow frees the map through
+    /// `dbitmap_free`; the process's release (`binder_deferred_release`)
+    /// calls `dbitmap_free` again and frees it twice. [`DBitmap`] counts
+    /// such frees ([`DBitmap::double_frees`]) instead of doing the right
+    /// thing silently.
+    ///
+    /// The v3 posting is taken to have June 2024's `dbitmap_free` (no
+    /// version of it before the fix cleared the pointer). C mainline is the
+    /// header as shipped today, with the fix.
+    ///
+    /// [`DBitmap`]: crate::DBitmap
+    /// [`DBitmap::double_frees`]: crate::DBitmap::double_frees
+    pub fn free_leaves_map_dangling(self) -> bool {
+        matches!(self, Version::C2024_06 | Version::CV3)
+    }
+
     /// What an insert does on a pool/`by_handle` mismatch.
     pub fn on_mismatch(self) -> MismatchReaction {
         match self {
