@@ -65,6 +65,8 @@ pub enum Version {
     /// map or the tree; everyone else takes the first zero bit
     /// (`dbitmap_acquire_first_zero_bit`), and the slow path
     /// (`slow_desc_lookup_olocked`) starts at 1. Shrink threshold `<`.
+    /// `dbitmap_free` leaves the map pointer dangling (see
+    /// [`Version::free_leaves_map_dangling`]).
     ///
     /// Its bug (syzbot, July 2024): the context manager dies, another process
     /// becomes the context manager while refs to the old manager's node still
