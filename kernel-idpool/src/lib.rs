@@ -25,7 +25,7 @@
 //! | --- | --- |
 //! | `crate::alloc::{AllocError, Flags}`, `kernel::alloc::flags::GFP_KERNEL` | [`alloc`] (and the fault plans, [`alloc::faults`]) |
 //! | `crate::bindings`: `bitmap_zalloc`, `bitmap_free`, `__set_bit`, `__clear_bit`, `set_bit`, `clear_bit`, `bitmap_copy_and_extend`, `_find_last_bit`, `_find_next_bit`, `_find_next_zero_bit` | [`bindings`] (ours, in Rust) |
-//! | `crate::pr_err` | [`pr_err!`], logged per thread ([`print`]) |
+//! | `crate::pr_err` | [`pr_err!`], logged per thread ([`print`](mod@print)) |
 //! | `#[macros::kunit_tests(...)]` | the `macros` dependency: an ordinary `#[cfg(test)]` module |
 //! | `kernel::prelude::*` of their examples (`GFP_KERNEL`, `ENOSPC`, `Error`, `pr_info!`) | [`prelude`], [`error`], [`pr_info!`] |
 //! | `kernel::sync::{SpinLock, new_spinlock}` of a `no_run` example | [`sync`] |
