@@ -59,6 +59,14 @@ pub const NBITS_MIN: usize = Bitmap::MAX_INLINE_LEN;
 pub struct DBitmap {
     map: Option<Bitmap>,
     version: Version,
+    /// The C `map` pointer still points at a map `dbitmap_free` freed (a
+    /// version whose `dbitmap_free` [leaves it dangling]). Only when `map`
+    /// is `None`.
+    ///
+    /// [leaves it dangling]: Version::free_leaves_map_dangling
+    dangling: bool,
+    /// How many times `dbitmap_free` freed an already freed map.
+    double_frees: u32,
 }
 
 /// `-ENOSPC`: every bit at or above the offset is set.
@@ -99,7 +107,12 @@ impl DBitmap {
                 map.set_bit(0);
             }
         }
-        DBitmap { map, version }
+        DBitmap {
+            map,
+            version,
+            dangling: false,
+            double_frees: 0,
+        }
     }
 
     /// A disabled map (`nbits == 0`).
@@ -107,6 +120,8 @@ impl DBitmap {
         DBitmap {
             map: None,
             version: Version::CMainline,
+            dangling: false,
+            double_frees: 0,
         }
     }
 
@@ -152,8 +167,52 @@ impl DBitmap {
     }
 
     /// `dbitmap_free`: disables the map for good.
+    ///
+    /// For a version whose `dbitmap_free` [leaves the pointer
+    /// dangling](Version::free_leaves_map_dangling), the freed map stays
+    /// behind as the C pointer does, and freeing it again (a failed grow's
+    /// `dbitmap_free`, then the process's release) is a double free: it is
+    /// counted ([`DBitmap::double_frees`]) and otherwise ignored. The C code
+    /// would corrupt the heap there; a caller reports it as a memory-safety
+    /// finding, not as a difference in behaviour.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use idpool::{DBitmap, Gfp, Version};
+    ///
+    /// let mut june = DBitmap::init_with(Gfp::Kernel, Version::C2024_06);
+    /// june.grow(None, 128); // the grow's allocation failed: dbitmap_free
+    /// assert!(!june.enabled());
+    /// june.free(); // the process's release
+    /// assert_eq!(june.double_frees(), 1);
+    ///
+    /// let mut mainline = DBitmap::init(Gfp::Kernel);
+    /// mainline.grow(None, 128);
+    /// mainline.free();
+    /// assert_eq!(mainline.double_frees(), 0);
+    /// ```
     pub fn free(&mut self) {
+        if self.dangling {
+            self.double_frees += 1;
+        }
+        let pointer_set = self.map.is_some() || self.dangling;
         self.map = None;
+        // INVARIANT: dangling only with `map == None`.
+        self.dangling = pointer_set && self.version.free_leaves_map_dangling();
+    }
+
+    /// How many times `dbitmap_free` freed an already freed map (only for a
+    /// version whose `dbitmap_free` [leaves the pointer
+    /// dangling](Version::free_leaves_map_dangling)).
+    pub fn double_frees(&self) -> u32 {
+        self.double_frees
+    }
+
+    /// Whether the C `map` pointer points at a map already freed: the next
+    /// `dbitmap_free` frees it twice.
+    pub fn map_dangles(&self) -> bool {
+        self.dangling
     }
 
     /// `dbitmap_grow_nbits`: twice the current size, computed like the C
@@ -302,6 +361,8 @@ mod tests {
         DBitmap {
             map: Some(map),
             version: Version::CMainline,
+            dangling: false,
+            double_frees: 0,
         }
     }
 
@@ -424,6 +485,42 @@ mod tests {
         let mainline = DBitmap::init_with(Gfp::Kernel, Version::CMainline);
         assert_eq!(mainline.used_ids().count(), 0);
         assert_eq!(mainline, DBitmap::init(Gfp::Kernel));
+    }
+
+    /// The June 2024 `dbitmap_free` (and v3's) leaves the pointer behind:
+    /// init, a failed grow and the release free the map twice; mainline
+    /// frees it once. Only the failed grow's free leaves it dangling for a
+    /// map that was enabled: a stale failed grow or a map disabled from
+    /// init never double-frees.
+    #[test]
+    fn dbitmap_free_double_free_by_version() {
+        for (version, expected) in [
+            (Version::C2024_06, 1),
+            (Version::CV3, 1),
+            (Version::CMainline, 0),
+        ] {
+            let mut d = DBitmap::init_with(Gfp::Kernel, version);
+            d.grow(None, 128);
+            assert_eq!((d.enabled(), d.map_dangles()), (false, expected == 1));
+            assert_eq!(d.double_frees(), 0, "{version}: the first free is fine");
+            d.free();
+            assert_eq!(d.double_frees(), expected, "{version}");
+            d.free();
+            assert_eq!(d.double_frees(), 2 * expected, "{version}: still dangling");
+
+            // Init failed: the pointer was NULL, kfree(NULL) is fine.
+            let mut d = DBitmap::init_with(Gfp::Fail, version);
+            d.free();
+            d.free();
+            assert_eq!(d.double_frees(), 0, "{version}");
+            // A stale failed grow leaves the map alone.
+            let mut d = DBitmap::init_with(Gfp::Kernel, version);
+            d.grow(DBitmap::zalloc(128, Gfp::Kernel), 128);
+            d.grow(None, 128);
+            assert!(d.enabled());
+            d.free();
+            assert_eq!(d.double_frees(), 0, "{version}");
+        }
     }
 
     #[test]

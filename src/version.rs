@@ -65,6 +65,8 @@ pub enum Version {
     /// map or the tree; everyone else takes the first zero bit
     /// (`dbitmap_acquire_first_zero_bit`), and the slow path
     /// (`slow_desc_lookup_olocked`) starts at 1. Shrink threshold `<`.
+    /// `dbitmap_free` leaves the map pointer dangling (see
+    /// [`Version::free_leaves_map_dangling`]).
     ///
     /// Its bug (syzbot, July 2024): the context manager dies, another process
     /// becomes the context manager while refs to the old manager's node still
@@ -156,6 +158,25 @@ impl Version {
     /// (v3) rather than `< nbits / 4`.
     pub fn shrink_threshold_inclusive(self) -> bool {
         matches!(self, Version::CV3)
+    }
+
+    /// `dbitmap_free` frees the map but leaves `dmap->map` pointing at it,
+    /// as merged in June 2024 (commit 15d9da3f818c) until upstream's
+    /// "binder: fix double-free in dbitmap" (commit 3ebcd3460cad,
+    /// September 2025) cleared it. A failed grow frees the map through
+    /// `dbitmap_free`; the process's release (`binder_deferred_release`)
+    /// calls `dbitmap_free` again and frees it twice. [`DBitmap`] counts
+    /// such frees ([`DBitmap::double_frees`]) instead of doing the right
+    /// thing silently.
+    ///
+    /// The v3 posting is taken to have June 2024's `dbitmap_free` (no
+    /// version of it before the fix cleared the pointer). C mainline is the
+    /// header as shipped today, with the fix.
+    ///
+    /// [`DBitmap`]: crate::DBitmap
+    /// [`DBitmap::double_frees`]: crate::DBitmap::double_frees
+    pub fn free_leaves_map_dangling(self) -> bool {
+        matches!(self, Version::C2024_06 | Version::CV3)
     }
 
     /// What an insert does on a pool/`by_handle` mismatch.

@@ -14,14 +14,95 @@
  * - bitmap_copy(dst, src, nbits): copies BITS_TO_LONGS(nbits) whole words.
  * - bitmap_zalloc(nbits): zeroed words, NULL on (injected) failure. Like
  *   kmalloc(0), a zero-length request returns a non-NULL pointer.
+ * - kfree(p): frees a block of bitmap_zalloc; kfree(NULL) does nothing; a
+ *   double or invalid free is caught (see below).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <linux/bitmap.h>
 
 static _Thread_local unsigned int fail_next;
-static _Thread_local long live_allocs;
+
+/*
+ * Every block of bitmap_zalloc is tracked per thread until kfree, so that a
+ * kfree of anything else (a double free, a foreign pointer) is caught
+ * before memory is touched:
+ *
+ * - live: the blocks not yet freed;
+ * - quarantine: the last KDB_QUARANTINE freed blocks, held back from libc
+ *   so that no new allocation can reuse their address (a second kfree of
+ *   one of them is then a certain double free), plus the pinned ones,
+ *   never released (kdb_shim_pin_freed: the safe wrapper pins a map the
+ *   header left dangling, so that its double free stays detectable
+ *   however many frees come between).
+ *
+ * A bad kfree aborts with a message on stderr, unless recording was asked
+ * for (kdb_shim_record_bad_frees), which counts it and frees nothing.
+ *
+ * Under AddressSanitizer the shim steps aside: kfree passes every pointer
+ * to free() at once, bad ones included, so that ASan reports the double
+ * free itself, with its stacks.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define KDB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KDB_ASAN 1
+#endif
+#endif
+#ifndef KDB_ASAN
+#define KDB_ASAN 0
+#endif
+
+#define KDB_QUARANTINE 64
+
+struct kdb_set {
+	const void **p;
+	size_t len, cap;
+};
+
+static _Thread_local struct kdb_set live, quarantine, pinned;
+static _Thread_local bool record_bad_frees;
+static _Thread_local long bad_frees;
+
+static void set_push(struct kdb_set *s, const void *p)
+{
+	if (s->len == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		const void **grown = realloc(s->p, cap * sizeof(*grown));
+
+		if (!grown) {
+			fprintf(stderr, "kdb shim: out of memory tracking allocations\n");
+			abort();
+		}
+		s->p = grown;
+		s->cap = cap;
+	}
+	s->p[s->len++] = p;
+}
+
+/* Removes p (the most recent first); false when absent. */
+static bool set_remove(struct kdb_set *s, const void *p)
+{
+	for (size_t i = s->len; i-- > 0;) {
+		if (s->p[i] == p) {
+			memmove(&s->p[i], &s->p[i + 1], (s->len - i - 1) * sizeof(*s->p));
+			s->len--;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool set_contains(const struct kdb_set *s, const void *p)
+{
+	for (size_t i = 0; i < s->len; i++)
+		if (s->p[i] == p)
+			return true;
+	return false;
+}
 
 void kdb_shim_fail_next_allocs(unsigned int n)
 {
@@ -35,7 +116,25 @@ unsigned int kdb_shim_pending_failures(void)
 
 long kdb_shim_live_allocs(void)
 {
-	return live_allocs;
+	return (long)live.len;
+}
+
+void kdb_shim_record_bad_frees(bool record)
+{
+	record_bad_frees = record;
+}
+
+long kdb_shim_bad_frees(void)
+{
+	return bad_frees;
+}
+
+bool kdb_shim_pin_freed(const void *p)
+{
+	if (KDB_ASAN || !set_remove(&quarantine, p))
+		return false;
+	set_push(&pinned, p);
+	return true;
 }
 
 unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags)
@@ -50,7 +149,7 @@ unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags)
 	}
 	map = calloc(words ? words : 1, sizeof(unsigned long));
 	if (map)
-		live_allocs++;
+		set_push(&live, map);
 	return map;
 }
 
@@ -58,8 +157,30 @@ void kdb_shim_kfree(const void *p)
 {
 	if (!p)
 		return;
-	live_allocs--;
-	free((void *)p);
+	if (set_remove(&live, p)) {
+		if (KDB_ASAN) {
+			free((void *)p);
+			return;
+		}
+		set_push(&quarantine, p);
+		if (quarantine.len > KDB_QUARANTINE) {
+			free((void *)quarantine.p[0]);
+			set_remove(&quarantine, quarantine.p[0]);
+		}
+		return;
+	}
+	bad_frees++;
+	if (KDB_ASAN) {
+		free((void *)p); /* ASan reports it */
+		return;
+	}
+	if (record_bad_frees)
+		return;
+	fprintf(stderr, "kdb shim: kfree(%p): %s\n", p,
+		set_contains(&quarantine, p) || set_contains(&pinned, p) ?
+			"double free of a freed bitmap_zalloc block" :
+			"not a bitmap_zalloc block (invalid free)");
+	abort();
 }
 
 /* Bits [0, n) of a word; n in 1..=BITS_PER_LONG. */

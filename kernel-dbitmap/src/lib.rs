@@ -7,7 +7,9 @@
 //! GPL-2.0-only too, `publish = false`, and only tests and fuzz targets may
 //! depend on it. No kernel code is kept in this repository: `build.rs` reads
 //! the header from `$KERNEL_TREE` or from the cache that
-//! `ci/kernel-source.sh` fills from Debian's `linux-source-6.12`.
+//! `ci/kernel-source.sh` fills from Debian's `linux-source-6.12`, and
+//! mainline's from `linux-source-7.3`'s; a third, historical, variant is a
+//! patched copy in `OUT_DIR` (see [`Header`]).
 //!
 //! Without the header the crate still builds: [`available`] is false,
 //! [`unavailable_reason`] says why, and constructing a [`KernelDBitmap`]
@@ -83,17 +85,20 @@ fn non_empty(s: &'static str) -> Option<&'static str> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Declares C functions, or stubs with the same signatures when the C code
-/// was not built (they are never called: every entry point checks
-/// availability first).
+/// Declares C functions named `$prefix` + `$name`, or stubs with the same
+/// signatures when the C code was not built (they are never called: every
+/// entry point checks availability first).
 macro_rules! c_functions {
-    (#[cfg($cfg:ident)] mod $m:ident { $( fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?; )* }) => {
+    (#[cfg($cfg:ident)] #[prefix = $prefix:literal] mod $m:ident { $( fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?; )* }) => {
         #[cfg($cfg)]
         mod $m {
             #[allow(unused_imports)]
             use super::*;
             extern "C" {
-                $( pub fn $name($($arg: $ty),*) $(-> $ret)?; )*
+                $(
+                    #[link_name = concat!($prefix, stringify!($name))]
+                    pub fn $name($($arg: $ty),*) $(-> $ret)?;
+                )*
             }
         }
         #[cfg(not($cfg))]
@@ -102,8 +107,8 @@ macro_rules! c_functions {
             #[allow(unused_imports)]
             use super::*;
             $(
-                pub unsafe fn $name($($arg: $ty),*) $(-> $ret)? {
-                    unreachable!(concat!(stringify!($name), ": the C code was not built"))
+                pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+                    unreachable!(concat!($prefix, stringify!($name), ": the C code was not built"))
                 }
             )*
         }
@@ -120,39 +125,83 @@ struct RawDBitmap {
 
 c_functions! {
     #[cfg(kernel_dbitmap_shim)]
+    #[prefix = "kdb_shim_"]
     mod shim_ffi {
-        fn kdb_shim_fail_next_allocs(n: c_uint);
-        fn kdb_shim_pending_failures() -> c_uint;
-        fn kdb_shim_live_allocs() -> c_long;
-        fn kdb_shim_bitmap_zalloc(nbits: c_uint, flags: c_uint) -> *mut c_ulong;
-        fn kdb_shim_kfree(p: *const c_ulong);
-        fn kdb_shim_find_first_zero_bit(addr: *const c_ulong, size: c_ulong) -> c_ulong;
-        fn kdb_shim_find_next_zero_bit(addr: *const c_ulong, size: c_ulong, offset: c_ulong) -> c_ulong;
-        fn kdb_shim_find_last_bit(addr: *const c_ulong, size: c_ulong) -> c_ulong;
-        fn kdb_shim_bitmap_copy(dst: *mut c_ulong, src: *const c_ulong, nbits: c_uint);
-        fn kdb_shim_set_bit(nr: c_ulong, addr: *mut c_ulong);
-        fn kdb_shim_clear_bit(nr: c_ulong, addr: *mut c_ulong);
-        fn kdb_shim_test_bit(nr: c_ulong, addr: *const c_ulong) -> bool;
+        fn fail_next_allocs(n: c_uint);
+        fn pending_failures() -> c_uint;
+        fn live_allocs() -> c_long;
+        fn record_bad_frees(record: bool);
+        fn bad_frees() -> c_long;
+        fn pin_freed(p: *const c_ulong) -> bool;
+        fn bitmap_zalloc(nbits: c_uint, flags: c_uint) -> *mut c_ulong;
+        fn kfree(p: *const c_ulong);
+        fn find_first_zero_bit(addr: *const c_ulong, size: c_ulong) -> c_ulong;
+        fn find_next_zero_bit(addr: *const c_ulong, size: c_ulong, offset: c_ulong) -> c_ulong;
+        fn find_last_bit(addr: *const c_ulong, size: c_ulong) -> c_ulong;
+        fn bitmap_copy(dst: *mut c_ulong, src: *const c_ulong, nbits: c_uint);
+        fn set_bit(nr: c_ulong, addr: *mut c_ulong);
+        fn clear_bit(nr: c_ulong, addr: *mut c_ulong);
+        fn test_bit(nr: c_ulong, addr: *const c_ulong) -> bool;
     }
 }
 
-c_functions! {
-    #[cfg(kernel_dbitmap)]
-    mod ffi {
-        fn kdb_nbits_min() -> c_ulong;
-        fn kdb_sizeof_dbitmap() -> usize;
-        fn kdb_alignof_dbitmap() -> usize;
-        fn kdb_init(dmap: *mut RawDBitmap) -> c_int;
-        fn kdb_enabled(dmap: *mut RawDBitmap) -> c_int;
-        fn kdb_free(dmap: *mut RawDBitmap);
-        fn kdb_shrink_nbits(dmap: *mut RawDBitmap) -> c_uint;
-        fn kdb_shrink(dmap: *mut RawDBitmap, new: *mut c_ulong, nbits: c_uint);
-        fn kdb_grow_nbits(dmap: *mut RawDBitmap) -> c_uint;
-        fn kdb_grow(dmap: *mut RawDBitmap, new: *mut c_ulong, nbits: c_uint);
-        fn kdb_acquire_next_zero_bit(dmap: *mut RawDBitmap, offset: c_ulong, bit: *mut c_ulong) -> c_int;
-        fn kdb_clear_bit(dmap: *mut RawDBitmap, bit: c_ulong);
-    }
+/// Declares one header's symbol set and its [`Ops`] table.
+macro_rules! header_functions {
+    ($cfg:ident, $prefix:literal, $m:ident, $ops:ident) => {
+        c_functions! {
+            #[cfg($cfg)]
+            #[prefix = $prefix]
+            mod $m {
+                fn nbits_min() -> c_ulong;
+                fn sizeof_dbitmap() -> usize;
+                fn alignof_dbitmap() -> usize;
+                fn init(dmap: *mut RawDBitmap) -> c_int;
+                fn enabled(dmap: *mut RawDBitmap) -> c_int;
+                fn free(dmap: *mut RawDBitmap);
+                fn shrink_nbits(dmap: *mut RawDBitmap) -> c_uint;
+                fn shrink(dmap: *mut RawDBitmap, new: *mut c_ulong, nbits: c_uint);
+                fn grow_nbits(dmap: *mut RawDBitmap) -> c_uint;
+                fn grow(dmap: *mut RawDBitmap, new: *mut c_ulong, nbits: c_uint);
+                fn acquire_next_zero_bit(dmap: *mut RawDBitmap, offset: c_ulong, bit: *mut c_ulong) -> c_int;
+                fn clear_bit(dmap: *mut RawDBitmap, bit: c_ulong);
+            }
+        }
+        static $ops: Ops = Ops {
+            nbits_min: $m::nbits_min,
+            sizeof_dbitmap: $m::sizeof_dbitmap,
+            alignof_dbitmap: $m::alignof_dbitmap,
+            init: $m::init,
+            enabled: $m::enabled,
+            free: $m::free,
+            shrink_nbits: $m::shrink_nbits,
+            shrink: $m::shrink,
+            grow_nbits: $m::grow_nbits,
+            grow: $m::grow,
+            acquire_next_zero_bit: $m::acquire_next_zero_bit,
+            clear_bit: $m::clear_bit,
+        };
+    };
 }
+
+/// One header's functions (see `shim/dbitmap_wrap.c`).
+struct Ops {
+    nbits_min: unsafe extern "C" fn() -> c_ulong,
+    sizeof_dbitmap: unsafe extern "C" fn() -> usize,
+    alignof_dbitmap: unsafe extern "C" fn() -> usize,
+    init: unsafe extern "C" fn(*mut RawDBitmap) -> c_int,
+    enabled: unsafe extern "C" fn(*mut RawDBitmap) -> c_int,
+    free: unsafe extern "C" fn(*mut RawDBitmap),
+    shrink_nbits: unsafe extern "C" fn(*mut RawDBitmap) -> c_uint,
+    shrink: unsafe extern "C" fn(*mut RawDBitmap, *mut c_ulong, c_uint),
+    grow_nbits: unsafe extern "C" fn(*mut RawDBitmap) -> c_uint,
+    grow: unsafe extern "C" fn(*mut RawDBitmap, *mut c_ulong, c_uint),
+    acquire_next_zero_bit: unsafe extern "C" fn(*mut RawDBitmap, c_ulong, *mut c_ulong) -> c_int,
+    clear_bit: unsafe extern "C" fn(*mut RawDBitmap, c_ulong),
+}
+
+header_functions!(kernel_dbitmap, "kdb_", ffi, STABLE_OPS);
+header_functions!(kernel_dbitmap_m73, "kdb_m73_", ffi_m73, MAINLINE_OPS);
+header_functions!(kernel_dbitmap_hist, "kdb_hist_", ffi_hist, HISTORICAL_OPS);
 
 /// The shim's bitmap helpers (ours, in `shim/shim.c`), over Rust-owned words,
 /// for their own tests; and its allocation controls.
@@ -184,14 +233,33 @@ pub mod shim {
     pub fn fail_next_allocs(n: u32) {
         check();
         // SAFETY: sets a thread-local counter; no pointer is involved.
-        unsafe { shim_ffi::kdb_shim_fail_next_allocs(n) }
+        unsafe { shim_ffi::fail_next_allocs(n) }
     }
 
     /// How many injected failures are still pending on this thread.
     pub fn pending_failures() -> u32 {
         check();
         // SAFETY: reads a thread-local counter.
-        unsafe { shim_ffi::kdb_shim_pending_failures() }
+        unsafe { shim_ffi::pending_failures() }
+    }
+
+    /// Makes this thread's double and invalid `kfree`s counted and skipped
+    /// (`true`) instead of aborting the process with a message (`false`,
+    /// the default). Under AddressSanitizer neither happens: the shim hands
+    /// them to `free()` and ASan reports them.
+    pub fn record_bad_frees(record: bool) {
+        check();
+        // SAFETY: sets a thread-local flag.
+        unsafe { shim_ffi::record_bad_frees(record) }
+    }
+
+    /// How many double or invalid `kfree`s this thread made.
+    pub fn bad_frees() -> i64 {
+        check();
+        // SAFETY: reads a thread-local counter.
+        let n = unsafe { shim_ffi::bad_frees() };
+        #[allow(clippy::useless_conversion)] // c_long is not i64 everywhere
+        i64::from(n)
     }
 
     /// Maps allocated and not yet freed by this thread (`bitmap_zalloc`
@@ -199,7 +267,7 @@ pub mod shim {
     pub fn live_allocs() -> i64 {
         check();
         // SAFETY: reads a thread-local counter.
-        let live = unsafe { shim_ffi::kdb_shim_live_allocs() };
+        let live = unsafe { shim_ffi::live_allocs() };
         #[allow(clippy::useless_conversion)] // c_long is not i64 everywhere
         i64::from(live)
     }
@@ -215,7 +283,7 @@ pub mod shim {
         let c_nbits = c_uint::try_from(nbits).expect("nbits is an unsigned int in C");
         let ptr = with_gfp(gfp, || {
             // SAFETY: allocates (or fails) and returns an owned pointer or NULL.
-            unsafe { shim_ffi::kdb_shim_bitmap_zalloc(c_nbits, 0) }
+            unsafe { shim_ffi::bitmap_zalloc(c_nbits, 0) }
         });
         NonNull::new(ptr).map(|ptr| KernelBitmap { ptr, nbits })
     }
@@ -240,7 +308,7 @@ pub mod shim {
         check_size(words, size);
         // SAFETY: `words` holds at least `size` bits (checked), and the
         // function reads only the words holding bits below `size`.
-        unsafe { shim_ffi::kdb_shim_find_first_zero_bit(words.as_ptr(), size as c_ulong) as usize }
+        unsafe { shim_ffi::find_first_zero_bit(words.as_ptr(), size as c_ulong) as usize }
     }
 
     /// `find_next_zero_bit(words, size, offset)`: the smallest clear bit in
@@ -251,11 +319,8 @@ pub mod shim {
         // SAFETY: as for `find_first_zero_bit`; an offset at or past `size`
         // returns `size` without reading.
         unsafe {
-            shim_ffi::kdb_shim_find_next_zero_bit(
-                words.as_ptr(),
-                size as c_ulong,
-                offset as c_ulong,
-            ) as usize
+            shim_ffi::find_next_zero_bit(words.as_ptr(), size as c_ulong, offset as c_ulong)
+                as usize
         }
     }
 
@@ -266,7 +331,7 @@ pub mod shim {
         check_size(words, size);
         // SAFETY: `words` holds at least `size` bits (checked), and only the
         // words holding bits below `size` are read.
-        unsafe { shim_ffi::kdb_shim_find_last_bit(words.as_ptr(), size as c_ulong) as usize }
+        unsafe { shim_ffi::find_last_bit(words.as_ptr(), size as c_ulong) as usize }
     }
 
     /// `bitmap_copy(dst, src, nbits)`: copies the whole words holding the
@@ -286,7 +351,7 @@ pub mod shim {
         );
         // SAFETY: both slices hold `words` words (checked), and two slices
         // borrowed `&mut` and `&` cannot overlap.
-        unsafe { shim_ffi::kdb_shim_bitmap_copy(dst.as_mut_ptr(), src.as_ptr(), c_nbits) }
+        unsafe { shim_ffi::bitmap_copy(dst.as_mut_ptr(), src.as_ptr(), c_nbits) }
     }
 
     fn check_bit(words: &[c_ulong], nr: usize) {
@@ -298,7 +363,7 @@ pub mod shim {
         check();
         check_bit(words, nr);
         // SAFETY: bit `nr` is inside `words` (checked).
-        unsafe { shim_ffi::kdb_shim_set_bit(nr as c_ulong, words.as_mut_ptr()) }
+        unsafe { shim_ffi::set_bit(nr as c_ulong, words.as_mut_ptr()) }
     }
 
     /// `clear_bit(nr, words)`.
@@ -306,7 +371,7 @@ pub mod shim {
         check();
         check_bit(words, nr);
         // SAFETY: bit `nr` is inside `words` (checked).
-        unsafe { shim_ffi::kdb_shim_clear_bit(nr as c_ulong, words.as_mut_ptr()) }
+        unsafe { shim_ffi::clear_bit(nr as c_ulong, words.as_mut_ptr()) }
     }
 
     /// `test_bit(nr, words)`.
@@ -314,7 +379,7 @@ pub mod shim {
         check();
         check_bit(words, nr);
         // SAFETY: bit `nr` is inside `words` (checked).
-        unsafe { shim_ffi::kdb_shim_test_bit(nr as c_ulong, words.as_ptr()) }
+        unsafe { shim_ffi::test_bit(nr as c_ulong, words.as_ptr()) }
     }
 }
 
@@ -355,7 +420,103 @@ impl Drop for KernelBitmap {
     fn drop(&mut self) {
         // SAFETY: the pointer came from `bitmap_zalloc` and is owned by us
         // (ownership leaves only through `into_raw`, which skips this drop).
-        unsafe { shim_ffi::kdb_shim_kfree(self.ptr.as_ptr()) }
+        unsafe { shim_ffi::kfree(self.ptr.as_ptr()) }
+    }
+}
+
+/// Which `dbitmap.h` a [`KernelDBitmap`] runs: each is compiled with its
+/// own symbols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Header {
+    /// The primary header: `$KERNEL_TREE`'s, else Debian's
+    /// `linux-source-6.12` (what [`KernelDBitmap::init`] runs).
+    Stable,
+    /// Mainline's, from Debian's `linux-source-7.3` (identical to 6.12's
+    /// today; `tests/sources.rs` holds both sha256s).
+    Mainline,
+    /// **Historical, for tests only**: the primary header with upstream's
+    /// fix "binder: fix double-free in dbitmap" (commit 3ebcd3460cad,
+    /// September 2025) reversed by `patches/dbitmap-free-dangling-2024.patch`,
+    /// so that `dbitmap_free` frees the map and leaves the pointer dangling,
+    /// as merged in June 2024. A failed grow then a free (the process's
+    /// release) frees the map twice: see [`KernelDBitmap`]'s docs for how
+    /// the shim catches it.
+    Historical2024,
+}
+
+impl Header {
+    /// Every header, in the order above.
+    pub const ALL: [Header; 3] = [Header::Stable, Header::Mainline, Header::Historical2024];
+
+    fn ops(self) -> &'static Ops {
+        match self {
+            Header::Stable => &STABLE_OPS,
+            Header::Mainline => &MAINLINE_OPS,
+            Header::Historical2024 => &HISTORICAL_OPS,
+        }
+    }
+
+    /// Whether this header was found and compiled.
+    pub fn available(self) -> bool {
+        match self {
+            Header::Stable => cfg!(kernel_dbitmap),
+            Header::Mainline => cfg!(kernel_dbitmap_m73),
+            Header::Historical2024 => cfg!(kernel_dbitmap_hist),
+        }
+    }
+
+    /// Why this header is not available; `None` when it is.
+    pub fn unavailable_reason(self) -> Option<&'static str> {
+        match self {
+            Header::Stable => unavailable_reason(),
+            Header::Mainline => non_empty(env!("KERNEL_DBITMAP_M73_UNAVAILABLE")),
+            Header::Historical2024 => non_empty(env!("KERNEL_DBITMAP_HIST_UNAVAILABLE")),
+        }
+    }
+
+    /// The path of the extracted header it was compiled from (for the
+    /// historical variant, the header its patched copy was made from).
+    pub fn path(self) -> Option<&'static str> {
+        match self {
+            Header::Stable | Header::Historical2024 => header_path(),
+            Header::Mainline => non_empty(env!("KERNEL_DBITMAP_M73_HEADER")),
+        }
+    }
+
+    /// The sha256 of that extracted header.
+    pub fn sha256(self) -> Option<&'static str> {
+        match self {
+            Header::Stable | Header::Historical2024 => header_sha256(),
+            Header::Mainline => non_empty(env!("KERNEL_DBITMAP_M73_SHA256")),
+        }
+    }
+
+    /// The package (or kernel tree) it came from.
+    pub fn source_version(self) -> Option<&'static str> {
+        match self {
+            Header::Stable | Header::Historical2024 => source_version(),
+            Header::Mainline => non_empty(env!("KERNEL_DBITMAP_M73_VERSION")),
+        }
+    }
+
+    /// One line: what was compiled, or why not.
+    pub fn provenance(self) -> String {
+        match (self.unavailable_reason(), self) {
+            (Some(reason), _) => format!("kernel dbitmap {self:?} unavailable: {reason}"),
+            (None, Header::Historical2024) => format!(
+                "kernel dbitmap Historical2024: {} patched with {} ({}), sha256 {} before the patch",
+                self.path().unwrap_or("?"),
+                env!("KERNEL_DBITMAP_HIST_PATCH"),
+                self.source_version().unwrap_or("version unknown"),
+                self.sha256().unwrap_or("unknown"),
+            ),
+            (None, _) => format!(
+                "kernel dbitmap {self:?}: {} ({}), sha256 {}",
+                self.path().unwrap_or("?"),
+                self.source_version().unwrap_or("version unknown"),
+                self.sha256().unwrap_or("unknown"),
+            ),
+        }
     }
 }
 
@@ -375,37 +536,95 @@ impl Drop for KernelBitmap {
 /// calls the C code, which returns `-ENOSPC` (`find_next_zero_bit` of 0 bits
 /// reads nothing); the model panics there instead. The driver never does it.
 ///
-/// Not `Send`: the shim counts allocations per thread.
+/// # The historical header's double free
+///
+/// With [`Header::Historical2024`], a failed grow leaves `map` dangling
+/// (`nbits == 0`, `map != NULL`) and the next [`free`](Self::free) (or the
+/// drop, as the process's release) frees it again. The wrapper lets the C
+/// code do it, and the shim catches it before memory is touched:
+///
+/// - the wrapper pins the dangling map in the shim's quarantine as soon as
+///   a call leaves it (so no later allocation can reuse its address);
+/// - the shim's `kfree` then finds it freed, and aborts the process with
+///   "double free" on stderr, or counts it without freeing when
+///   [`shim::record_bad_frees`] asked for that;
+/// - under AddressSanitizer the shim passes the free to `free()` instead
+///   and ASan reports the double free.
+///
+/// # Examples
+///
+/// ```
+/// use kernel_dbitmap::{shim, Gfp, Header, KernelDBitmap};
+///
+/// if !Header::Historical2024.available() {
+///     return; // no kernel header on this machine
+/// }
+/// shim::record_bad_frees(true);
+/// let before = shim::bad_frees();
+/// let mut dmap = KernelDBitmap::init_from(Gfp::Kernel, Header::Historical2024);
+/// dmap.grow(None, 128); // the grow's allocation failed: dbitmap_free
+/// assert!(!dmap.enabled());
+/// drop(dmap); // the process's release: dbitmap_free again
+/// assert_eq!(shim::bad_frees(), before + 1);
+/// shim::record_bad_frees(false);
+/// ```
+///
+/// Not `Send`: the shim tracks allocations per thread.
 #[derive(Debug)]
 pub struct KernelDBitmap {
     raw: RawDBitmap,
+    header: Header,
 }
 
 impl KernelDBitmap {
-    fn check() {
-        assert!(available(), "{}", provenance());
+    fn check(header: Header) {
+        assert!(header.available(), "{}", header.provenance());
     }
 
-    /// `dbitmap_init`: an enabled map of `NBITS_MIN` (64) bits, or a disabled
-    /// one when the allocation fails ([`Gfp::Fail`] makes it fail).
+    fn ops(&self) -> &'static Ops {
+        self.header.ops()
+    }
+
+    /// After a call: a map the header freed but left behind (only the
+    /// historical header does) is pinned in the shim's quarantine.
+    fn pin_if_dangling(&self) {
+        if self.raw.nbits == 0 && !self.raw.map.is_null() {
+            // SAFETY: only compares the pointer with the shim's records.
+            unsafe { shim_ffi::pin_freed(self.raw.map) };
+        }
+    }
+
+    /// `dbitmap_init` of the primary header ([`Header::Stable`]): an enabled
+    /// map of `NBITS_MIN` (64) bits, or a disabled one when the allocation
+    /// fails ([`Gfp::Fail`] makes it fail).
     ///
     /// # Panics
     ///
     /// When the kernel header is not [`available`].
     pub fn init(gfp: Gfp) -> Self {
-        Self::check();
+        Self::init_from(gfp, Header::Stable)
+    }
+
+    /// `dbitmap_init` of `header`.
+    ///
+    /// # Panics
+    ///
+    /// When `header` is not [available](Header::available).
+    pub fn init_from(gfp: Gfp, header: Header) -> Self {
+        Self::check(header);
+        let ops = header.ops();
         // SAFETY: the layout getters take no arguments.
-        let layout = unsafe { (ffi::kdb_sizeof_dbitmap(), ffi::kdb_alignof_dbitmap()) };
+        let layout = unsafe { ((ops.sizeof_dbitmap)(), (ops.alignof_dbitmap)()) };
         assert_eq!(
             layout,
             (size_of::<RawDBitmap>(), align_of::<RawDBitmap>()),
             "struct dbitmap layout"
         );
-        let mut dmap = KernelDBitmap::disabled();
+        let mut dmap = KernelDBitmap::disabled_from(header);
         let ret = shim::with_gfp(gfp, || {
             // SAFETY: `raw` is a valid, disabled (NULL map) struct dbitmap;
             // dbitmap_init overwrites both fields without reading them.
-            unsafe { ffi::kdb_init(&mut dmap.raw) }
+            unsafe { (ops.init)(&mut dmap.raw) }
         });
         assert_eq!(
             ret == -ENOMEM,
@@ -415,29 +634,55 @@ impl KernelDBitmap {
         dmap
     }
 
-    /// A disabled map (`nbits == 0`, `map == NULL`).
+    /// A disabled map (`nbits == 0`, `map == NULL`) of the primary header.
+    ///
+    /// # Panics
+    ///
+    /// When the kernel header is not [`available`].
     pub fn disabled() -> Self {
-        Self::check();
+        Self::disabled_from(Header::Stable)
+    }
+
+    /// A disabled map of `header`.
+    ///
+    /// # Panics
+    ///
+    /// When `header` is not [available](Header::available).
+    pub fn disabled_from(header: Header) -> Self {
+        Self::check(header);
         KernelDBitmap {
             raw: RawDBitmap {
                 nbits: 0,
                 map: ptr::null_mut(),
             },
+            header,
         }
     }
 
-    /// `NBITS_MIN` as the header defines it.
+    /// The header this map runs.
+    pub fn header(&self) -> Header {
+        self.header
+    }
+
+    /// `NBITS_MIN` as the primary header defines it.
+    ///
+    /// # Panics
+    ///
+    /// When the kernel header is not [`available`].
     pub fn nbits_min() -> usize {
-        Self::check();
+        Self::check(Header::Stable);
         // SAFETY: takes no arguments.
-        unsafe { ffi::kdb_nbits_min() as usize }
+        unsafe { (STABLE_OPS.nbits_min)() as usize }
     }
 
     /// `bitmap_zalloc(nbits, GFP_KERNEL)`, the driver's allocation between
     /// the two critical sections: `None` is a failed allocation (NULL).
     /// [`Gfp::Fail`] makes it fail at any size.
+    ///
+    /// # Panics
+    ///
+    /// When the shim is not [available](shim::available).
     pub fn zalloc(nbits: usize, gfp: Gfp) -> Option<KernelBitmap> {
-        Self::check();
         shim::bitmap_zalloc(nbits, gfp)
     }
 
@@ -445,7 +690,7 @@ impl KernelDBitmap {
     pub fn enabled(&self) -> bool {
         // SAFETY: dbitmap_enabled only reads `nbits`; the pointer is valid
         // for the call. (It takes a non-const pointer, but does not write.)
-        unsafe { ffi::kdb_enabled(ptr::from_ref(&self.raw).cast_mut()) != 0 }
+        unsafe { (self.ops().enabled)(ptr::from_ref(&self.raw).cast_mut()) != 0 }
     }
 
     /// The number of bits; 0 when disabled.
@@ -453,15 +698,17 @@ impl KernelDBitmap {
         self.raw.nbits as usize
     }
 
-    /// The map's words (`BITS_TO_LONGS(nbits)`, none when disabled).
+    /// The map's words (`BITS_TO_LONGS(nbits)`, none when disabled, even
+    /// if the historical header left a dangling pointer behind).
     pub fn words(&self) -> &[c_ulong] {
-        if self.raw.map.is_null() {
+        if self.raw.map.is_null() || self.raw.nbits == 0 {
             return &[];
         }
         // SAFETY: invariant of struct dbitmap as the header maintains it: a
-        // non-NULL map holds at least BITS_TO_LONGS(nbits) initialised words
-        // (zeroed by bitmap_zalloc, then written through the header), and
-        // this value owns it while `self` is borrowed.
+        // non-NULL map of an enabled dbitmap holds at least
+        // BITS_TO_LONGS(nbits) initialised words (zeroed by bitmap_zalloc,
+        // then written through the header), and this value owns it while
+        // `self` is borrowed.
         unsafe { core::slice::from_raw_parts(self.raw.map, self.nbits().div_ceil(BITS_PER_LONG)) }
     }
 
@@ -486,40 +733,46 @@ impl KernelDBitmap {
     }
 
     /// `dbitmap_free`: disables the map for good.
+    ///
+    /// With [`Header::Historical2024`], after a failed grow, this is the
+    /// second free of the map: see the type's docs.
     pub fn free(&mut self) {
         // SAFETY: `raw` is a valid struct dbitmap whose map is NULL or owned
-        // by it; dbitmap_free kfrees it and leaves it NULL with nbits 0.
-        unsafe { ffi::kdb_free(&mut self.raw) }
+        // by it, or (historical header only) a map the header already freed
+        // and the wrapper pinned in the shim's quarantine, whose second kfree
+        // the shim catches before touching memory (or ASan does).
+        unsafe { (self.ops().free)(&mut self.raw) };
+        self.pin_if_dangling();
     }
 
     /// `dbitmap_grow_nbits`: `nbits << 1` in `unsigned int`.
     pub fn grow_nbits(&self) -> usize {
         // SAFETY: only reads `nbits`.
-        unsafe { ffi::kdb_grow_nbits(ptr::from_ref(&self.raw).cast_mut()) as usize }
+        unsafe { (self.ops().grow_nbits)(ptr::from_ref(&self.raw).cast_mut()) as usize }
     }
 
     /// `dbitmap_grow_nbits` of a map claiming `nbits` bits, without a map:
-    /// the kernel's own arithmetic at sizes no map can have.
+    /// the primary header's own arithmetic at sizes no map can have.
     ///
     /// # Panics
     ///
     /// When the kernel header is not [`available`].
     pub fn grow_nbits_for(nbits: u32) -> usize {
-        Self::check();
+        Self::check(Header::Stable);
         let mut raw = RawDBitmap {
             nbits,
             map: ptr::null_mut(),
         };
         // SAFETY: dbitmap_grow_nbits only reads `nbits`; the NULL map is
         // never dereferenced, and `raw` is dropped without dbitmap_free.
-        unsafe { ffi::kdb_grow_nbits(&mut raw) as usize }
+        unsafe { (STABLE_OPS.grow_nbits)(&mut raw) as usize }
     }
 
     /// `dbitmap_shrink_nbits`: the size to shrink to, or 0.
     pub fn shrink_nbits(&self) -> usize {
         // SAFETY: reads `nbits` and, when it is above NBITS_MIN (so the map
         // is enabled and non-NULL), the map's words below `nbits`.
-        unsafe { ffi::kdb_shrink_nbits(ptr::from_ref(&self.raw).cast_mut()) as usize }
+        unsafe { (self.ops().shrink_nbits)(ptr::from_ref(&self.raw).cast_mut()) as usize }
     }
 
     /// `dbitmap_grow(dmap, new, nbits)`: `new` is the driver's
@@ -535,8 +788,10 @@ impl KernelDBitmap {
         // SAFETY: `raw` is valid; `new` is NULL or an owned bitmap_zalloc map
         // of at least `nbits` bits, whose ownership passes to the header
         // (kfreed, or installed as the map of `nbits` bits after copying the
-        // old `nbits` bits into it, which are fewer).
-        unsafe { ffi::kdb_grow(&mut self.raw, new, nbits) }
+        // old `nbits` bits into it, which are fewer). A NULL `new` on an
+        // enabled map frees the map (dbitmap_free).
+        unsafe { (self.ops().grow)(&mut self.raw, new, nbits) };
+        self.pin_if_dangling();
     }
 
     /// `dbitmap_shrink(dmap, new, nbits)`, with `new` as for [`grow`](Self::grow).
@@ -549,7 +804,8 @@ impl KernelDBitmap {
         // SAFETY: as for `grow`; a shrink copies `nbits` bits, which the old
         // map holds (the header commits only when nbits == shrink_nbits(),
         // at most half the old size) and `new` holds (checked).
-        unsafe { ffi::kdb_shrink(&mut self.raw, new, nbits) }
+        unsafe { (self.ops().shrink)(&mut self.raw, new, nbits) };
+        self.pin_if_dangling();
     }
 
     fn handover(new: Option<KernelBitmap>, nbits: usize) -> (*mut c_ulong, c_uint) {
@@ -572,8 +828,9 @@ impl KernelDBitmap {
         // SAFETY: `raw` is valid; find_next_zero_bit reads only words below
         // `nbits` (none when disabled) and set_bit writes a bit it returned,
         // which is below `nbits`; `bit` is a valid out-pointer.
-        let ret =
-            unsafe { ffi::kdb_acquire_next_zero_bit(&mut self.raw, offset as c_ulong, &mut bit) };
+        let ret = unsafe {
+            (self.ops().acquire_next_zero_bit)(&mut self.raw, offset as c_ulong, &mut bit)
+        };
         match ret {
             0 => Ok(bit as usize),
             r if r == -ENOSPC => Err(NoSpace),
@@ -589,7 +846,7 @@ impl KernelDBitmap {
         }
         // SAFETY: the map is enabled (nbits > bit >= 0) so non-NULL, and
         // `bit` is inside it.
-        unsafe { ffi::kdb_clear_bit(&mut self.raw, bit as c_ulong) }
+        unsafe { (self.ops().clear_bit)(&mut self.raw, bit as c_ulong) }
     }
 
     /// Sets `bit` with the shim's `set_bit` (the header has no

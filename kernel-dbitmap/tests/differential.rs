@@ -9,7 +9,7 @@ mod common;
 
 use common::Rng;
 use idpool::DBitmap;
-use kernel_dbitmap::{Gfp, KernelBitmap, KernelDBitmap};
+use kernel_dbitmap::{Gfp, Header, KernelBitmap, KernelDBitmap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -63,10 +63,15 @@ fn ops(seed: u64, len: usize) -> Vec<Op> {
         .collect()
 }
 
-/// Runs `ops` on both.
+/// Runs `ops` on both, the kernel side with the primary header.
 fn run(ops: &[Op]) -> Result<(), String> {
+    run_on(ops, Header::Stable)
+}
+
+/// Runs `ops` on both, the kernel side with `header`.
+fn run_on(ops: &[Op], header: Header) -> Result<(), String> {
     let mut model = DBitmap::init(Gfp::Kernel);
-    let mut kernel = KernelDBitmap::init(Gfp::Kernel);
+    let mut kernel = KernelDBitmap::init_from(Gfp::Kernel, header);
     let mut pending: Vec<Pending> = Vec::new();
     for (step, &op) in ops.iter().enumerate() {
         let fail = |what: String| Err(format!("step {step} {op:?}: {what}"));
@@ -202,6 +207,22 @@ fn campaign(seeds: u64) {
         }
     }
     assert_eq!(kernel_dbitmap::shim::live_allocs(), live, "a map leaked");
+}
+
+/// The comparison on mainline's header (linux-source-7.3), identical to
+/// 6.12's today: fewer seeds, as the same code runs.
+#[test]
+fn model_matches_mainline_header() {
+    if Header::Mainline.unavailable_reason().is_some() {
+        println!("skipped: {}", Header::Mainline.provenance());
+        return;
+    }
+    println!("{}", Header::Mainline.provenance());
+    for seed in 0..300 {
+        if let Err(e) = run_on(&ops(seed, 200), Header::Mainline) {
+            panic!("seed {seed}: model and mainline's header diverge: {e}");
+        }
+    }
 }
 
 /// The full comparison.

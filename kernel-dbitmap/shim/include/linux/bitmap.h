@@ -8,8 +8,9 @@
  * them.
  *
  * Allocation failure is injectable per thread (kdb_shim_fail_next_allocs),
- * and live allocations are counted per thread, so a test can check that the
- * header frees every map it is handed.
+ * and live allocations are tracked per thread, so a test can check that the
+ * header frees every map it is handed, and a double free is caught before
+ * it touches memory (shim.c says how).
  */
 #ifndef KDB_SHIM_LINUX_BITMAP_H
 #define KDB_SHIM_LINUX_BITMAP_H
@@ -37,6 +38,10 @@ typedef unsigned int gfp_t;
 void kdb_shim_fail_next_allocs(unsigned int n);
 unsigned int kdb_shim_pending_failures(void);
 long kdb_shim_live_allocs(void);
+/* Double and invalid frees: counted, and recorded instead of aborting. */
+void kdb_shim_record_bad_frees(bool record);
+long kdb_shim_bad_frees(void);
+bool kdb_shim_pin_freed(const void *p);
 
 unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags);
 void kdb_shim_kfree(const void *p);
