@@ -274,17 +274,29 @@ pub enum Finding {
     /// Mainline's C and Rust drivers: `BINDER_GET_NODE_INFO_FOR_REF`
     /// answers differently (`docs/findings/0002-node-info-for-ref.md`).
     NodeInfo,
+    /// Mainline's Rust driver: a failed `BINDER_SET_CONTEXT_MGR` leaves
+    /// node work behind (`docs/findings/0004-failed-set-context-mgr.md`).
+    FailedSetManager,
+    /// Mainline's drivers: `BC_INCREFS`/`BC_ACQUIRE` 0 whose new reference
+    /// cannot be allocated (`docs/findings/0005-handle-zero-increment-fallback.md`).
+    ManagerZeroFallback,
+    /// Mainline's drivers: a target that dies during translation
+    /// (`docs/findings/0006-dying-target-reply.md`).
+    DyingTargetReply,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 6] = [
+    pub const ALL: [Finding; 9] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
         Finding::V3Zero,
         Finding::ManagerHandle,
         Finding::NodeInfo,
+        Finding::FailedSetManager,
+        Finding::ManagerZeroFallback,
+        Finding::DyingTargetReply,
     ];
 
     /// The name `IDPOOL_HISTORY` and `ci/history.sh` use.
@@ -296,6 +308,9 @@ impl Finding {
             Finding::V3Zero => "v3-zero",
             Finding::ManagerHandle => "manager-handle",
             Finding::NodeInfo => "node-info",
+            Finding::FailedSetManager => "failed-set-manager",
+            Finding::ManagerZeroFallback => "manager-zero-fallback",
+            Finding::DyingTargetReply => "dying-target-reply",
         }
     }
 
@@ -306,7 +321,11 @@ impl Finding {
         match self {
             Finding::Collision => &["handle_table", "concurrent_resize", "binder_commands"],
             Finding::V3Threshold | Finding::RustMismatch | Finding::V3Zero => &["handle_table"],
-            Finding::ManagerHandle | Finding::NodeInfo => &["binder_commands"],
+            Finding::ManagerHandle
+            | Finding::NodeInfo
+            | Finding::FailedSetManager
+            | Finding::ManagerZeroFallback
+            | Finding::DyingTargetReply => &["binder_commands"],
         }
     }
 

@@ -280,3 +280,36 @@ fn kernel_dbitmap_reaches_the_interesting_paths() {
     assert!(e.disabled_at_init > 0, "{e:?}");
     assert!(e.grow_target_wrapped > 0, "{e:?}");
 }
+
+#[test]
+fn binder_commands_reaches_the_interesting_paths() {
+    use idpool_harness::commands::{run_counting, CmdProgram};
+    let mut e = Events::default();
+    for seed in 0..3000 {
+        let program = CmdProgram::decode(&seeds::input(seed));
+        match run_counting(&program) {
+            Ok((events, known)) => {
+                if let Some(f) = known {
+                    assert!(
+                        idpool_harness::history::Finding::of(&f).is_some(),
+                        "{}",
+                        f.message
+                    );
+                }
+                e.merge(events);
+            }
+            Err(f) if idpool_harness::history::Finding::of(&f).is_some() => {}
+            Err(f) => panic!("seed {seed}: {}", f.message),
+        }
+    }
+    assert!(e.manager_registered > 0, "{e:?}");
+    assert!(e.manager_replaced > 0, "{e:?}");
+    assert!(e.objects_translated > 0, "{e:?}");
+    assert!(e.handle_zero_received > 0, "{e:?}");
+    assert!(e.death_delivered > 0, "{e:?}");
+    assert!(e.node_info_answered > 0, "{e:?}");
+    assert!(e.refs_past_one_word > 0, "{e:?}");
+    assert!(e.alloc_failed > 0, "{e:?}");
+    assert!(e.interleaved > 0, "{e:?}");
+    assert!(e.drivers_differ > 0, "{e:?}");
+}

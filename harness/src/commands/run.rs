@@ -206,8 +206,21 @@ impl Known {
 }
 
 /// Runs `program` on both drivers, each against its naive model `OC` and
-/// `OR`, and against each other.
+/// `OR`, and against each other: the first failure, or the first known
+/// difference at the end (see [`crate::history`]), or the events.
 pub fn run_with<OC: Oracle, OR: Oracle>(program: &CmdProgram) -> Checked<Events> {
+    let (events, failure) = run_counting::<OC, OR>(program)?;
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(events),
+    }
+}
+
+/// As [`run_with`], but a known difference comes back beside the events
+/// of the whole run rather than instead of them.
+pub fn run_counting<OC: Oracle, OR: Oracle>(
+    program: &CmdProgram,
+) -> Checked<(Events, Option<Box<Failure>>)> {
     let p = &program.program;
     let mut c = CDriver::new(&p.euids, program.c);
     let mut rust = RustDriver::new(&p.euids, program.rust);
@@ -263,10 +276,7 @@ pub fn run_with<OC: Oracle, OR: Oracle>(program: &CmdProgram) -> Checked<Events>
         }
         i = end;
     }
-    match known.0 {
-        Some(f) => Err(f),
-        None => Ok(events),
-    }
+    Ok((events, known.0))
 }
 
 /// A step as an operation, for failures and narration.
@@ -431,7 +441,7 @@ fn compare_group(
             || oc.iter().zip(or).any(|((_, a), (_, b))| a.ret != b.ret);
         if any {
             events.drivers_differ += 1;
-            known.keep(difference(program, first, rule, what));
+            crate::check::narrate(|| format!("{}: {what}", rule.name));
             return Ok(false);
         }
         return Ok(true);
@@ -475,10 +485,11 @@ fn classify(
         )),
         Some(rule) => {
             events.drivers_differ += 1;
-            if matches!(diff, Diff::Log { .. }) {
-                return Ok(true);
+            // A log line or an intended difference passes; a finding is
+            // kept as the run's known failure.
+            if matches!(rule.kind, Kind::Finding(_)) && !matches!(diff, Diff::Log { .. }) {
+                known.keep(difference(program, i, rule, what()));
             }
-            known.keep(difference(program, i, rule, what()));
             Ok(!rule.diverges)
         }
     }
@@ -494,7 +505,7 @@ fn difference(program: &CmdProgram, i: usize, rule: &'static Rule, what: String)
         program,
         i,
         Check::DriversDiffer,
-        "c-vs-rust",
+        rule.name,
         format_args!("{} ({}; {doc}): {what}", rule.name, rule.title),
     )
     .with_detail(Detail::Drivers { rule: rule.name })
