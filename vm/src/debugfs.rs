@@ -66,8 +66,12 @@ pub struct ProcText {
     pub nodes: Vec<NodeLine>,
     /// Its refs.
     pub refs: Vec<RefLine>,
-    /// Its allocated buffers (`buffer N: ...` lines).
+    /// Its buffers delivered and not freed (`buffer N: ... delivered`
+    /// lines): what userspace received and holds.
     pub buffers: usize,
+    /// Its buffers allocated for transactions not delivered yet (`buffer
+    /// N: ... active`: one-way transactions queued behind one in progress).
+    pub buffers_pending: usize,
     /// Lines about pending work (`pending transaction`, `has delivered
     /// dead binder`, ...), kept as they are.
     pub pending: Vec<String>,
@@ -193,6 +197,7 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
                     None => out.unparsed.push(rest.join(" ")),
                 },
                 "proc" if out.pid.is_none() => out.pid = num(rest.get(1)),
+                "buffer" if rest.last() == Some(&"active") => out.buffers_pending += 1,
                 "buffer" => out.buffers += 1,
                 "binder" | "context" | "thread" | "proc" => {}
                 "pending" | "has" | "outgoing" | "incoming" => out.pending.push(rest.join(" ")),
