@@ -66,11 +66,14 @@ pub struct ProcText {
     pub nodes: Vec<NodeLine>,
     /// Its refs.
     pub refs: Vec<RefLine>,
-    /// Its buffers delivered and not freed (`buffer N: ... delivered`
-    /// lines): what userspace received and holds.
+    /// Its buffers delivered and not freed (C: `buffer N: ... delivered`
+    /// lines): what userspace received and holds. The Rust driver does not
+    /// tell a queued one-way transaction's buffer from a delivered one
+    /// (both `allocated`): both count here.
     pub buffers: usize,
-    /// Its buffers allocated for transactions not delivered yet (`buffer
-    /// N: ... active`: one-way transactions queued behind one in progress).
+    /// Its buffers allocated for transactions not delivered yet (C: `buffer
+    /// N: ... active`, one-way transactions queued behind one in progress;
+    /// Rust: `reserved`, being copied).
     pub buffers_pending: usize,
     /// Lines about pending work (`pending transaction`, `has delivered
     /// dead binder`, ...), kept as they are.
@@ -87,6 +90,16 @@ fn hex(w: Option<&&str>, prefix: char) -> Option<u64> {
     u64::from_str_radix(w?.strip_prefix(prefix)?, 16).ok()
 }
 
+/// A flag printed as `1`/`0` (C) or `true`/`false` (Rust).
+fn flag(words: &[&str], key: &str) -> Option<bool> {
+    let i = words.iter().position(|w| *w == key)?;
+    match *words.get(i + 1)? {
+        "1" | "true" => Some(true),
+        "0" | "false" => Some(false),
+        _ => None,
+    }
+}
+
 /// Value after `key` among `words`.
 fn field<T: std::str::FromStr>(words: &[&str], key: &str) -> Option<T> {
     let i = words.iter().position(|w| *w == key)?;
@@ -99,8 +112,8 @@ fn parse_node(words: &[&str], driver: Driver) -> Option<NodeLine> {
     let debug_id = num(words.get(1))?;
     let ptr = hex(words.get(2), 'u')?;
     let cookie = hex(words.get(3), 'c')?;
-    let has_strong = field::<u32>(words, "hs")? != 0;
-    let has_weak = field::<u32>(words, "hw")? != 0;
+    let has_strong = flag(words, "hs")?;
+    let has_weak = flag(words, "hw")?;
     let (strong, weak) = match driver {
         Driver::C => (
             field::<u32>(words, "ls")? + field::<u32>(words, "is")?,
@@ -192,12 +205,19 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
                     }
                     None => out.unparsed.push(rest.join(" ")),
                 },
+                // The Rust driver's queued node work under a thread.
+                "node" if rest.get(1) == Some(&"work") => out.pending.push(rest.join(" ")),
                 "node" => match parse_node(rest, driver) {
                     Some(n) => out.nodes.push(n),
                     None => out.unparsed.push(rest.join(" ")),
                 },
                 "proc" if out.pid.is_none() => out.pid = num(rest.get(1)),
-                "buffer" if rest.last() == Some(&"active") => out.buffers_pending += 1,
+                // C: `delivered` or `active` (not delivered yet); Rust:
+                // `allocated` (delivered or queued) or `reserved` (being
+                // copied).
+                "buffer" if matches!(rest.last(), Some(&"active") | Some(&"reserved")) => {
+                    out.buffers_pending += 1
+                }
                 "buffer" => out.buffers += 1,
                 "binder" | "context" | "thread" | "proc" => {}
                 "pending" | "has" | "outgoing" | "incoming" => out.pending.push(rest.join(" ")),
@@ -239,11 +259,12 @@ mod tests {
     #[test]
     fn rust_node_counts_are_cs_cw() {
         let p = parse(
-            "  node 3: u0000000000000000 c0000000000000000 hs 1 hw 1 cs 2 cw 1 proc 71 72\n",
+            "  node 3: u0000000000000000 c0000000000000000 hs true hw false cs 2 cw 1 proc 71 72\n",
             Driver::Rust,
         );
         assert_eq!(p.nodes[0].strong, 2);
         assert_eq!(p.nodes[0].weak, 1);
         assert_eq!(p.nodes[0].procs, [71, 72]);
+        assert!(p.nodes[0].has_strong && !p.nodes[0].has_weak);
     }
 }

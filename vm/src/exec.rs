@@ -145,18 +145,36 @@ fn mount_all(driver: Driver) -> Result<(), String> {
     }
     if driver == Driver::Rust {
         let _ = std::fs::create_dir_all("/dev/binderfs");
-        sys::mount("binder", "/dev/binderfs", "binder", None)
+        // stats=global makes binder_logs/ (state, stats, proc/<pid>).
+        sys::mount("binder", "/dev/binderfs", "binder", Some("stats=global"))
             .map_err(|e| format!("mount binderfs on /dev/binderfs: {e}"))?;
     }
     Ok(())
 }
 
+/// What the executor writes to `/dev/kmsg` before reading the log.
+const MARK: &str = "binder-exec: mark";
+
+/// The kernel log since the last call. A line printed without a newline
+/// (the Rust driver's `pr_warn!`s, the C driver's node-info error) stays
+/// open in the kernel's log buffer, invisible to readers, until another
+/// line begins: the executor first writes a line of its own to
+/// `/dev/kmsg`, which closes it, and leaves that line out.
 fn klog_lines() -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Err(e) = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/kmsg")
+        .and_then(|mut f| f.write_all(format!("{MARK}\n").as_bytes()))
+    {
+        notes.push(format!("binder-exec: write /dev/kmsg: {e}"));
+    }
     match sys::klog_read_clear() {
         Ok(text) => text
             .lines()
-            .filter(|l| !l.trim().is_empty())
+            .filter(|l| !l.trim().is_empty() && !l.contains(MARK))
             .map(str::to_string)
+            .chain(notes)
             .collect(),
         Err(e) => vec![format!("binder-exec: syslog(2) failed: {e}")],
     }

@@ -18,9 +18,12 @@ usage: binder-vm --kernel IMAGE --executor BINDER_EXEC [--module KO] [options] T
   --kernel IMAGE        the kernel image (vmlinuz, bzImage)
   --module KO           binder_linux.ko (C driver)
   --executor PATH       the statically linked binder-exec
-  --per-boot N          at most N traces a boot (default 200)
+  --per-boot N          at most N traces a boot (default 200; the C module
+                        takes at most 226 device names)
   --no-pace             do not wait out the C driver's log rate limit
-  --icount SHIFT        run QEMU with -icount shift=SHIFT,sleep=off
+  --icount SHIFT        QEMU's -icount shift=SHIFT,sleep=off (default 0): virtual
+                        time, so the pacing's waits cost no host time
+  --no-icount           real time (pacing then waits 5 s per window)
   --qemu PATH           the QEMU binary (default qemu-system-x86_64)
   --work DIR            keep the initramfs and serial output in DIR
   --json FILE           write every trace's executor lines to FILE
@@ -82,6 +85,7 @@ fn run() -> Result<ExitCode, String> {
                         .map_err(|_| "--icount needs a number")?,
                 )
             }
+            "--no-icount" => opts.icount_shift = None,
             "--qemu" => opts.qemu = PathBuf::from(value("--qemu")?),
             "--work" => opts.work_dir = Some(PathBuf::from(value("--work")?)),
             "--json" => json = Some(PathBuf::from(value("--json")?)),
