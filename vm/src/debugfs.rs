@@ -66,14 +66,12 @@ pub struct ProcText {
     pub nodes: Vec<NodeLine>,
     /// Its refs.
     pub refs: Vec<RefLine>,
-    /// Its buffers delivered and not freed (C: `buffer N: ... delivered`
-    /// lines): what userspace received and holds. The Rust driver does not
-    /// tell a queued one-way transaction's buffer from a delivered one
-    /// (both `allocated`): both count here.
+    /// Its buffers delivered and not freed (C: `buffer N: ... delivered`;
+    /// Rust: `allocated`): what userspace received and holds.
     pub buffers: usize,
     /// Its buffers allocated for transactions not delivered yet (C: `buffer
-    /// N: ... active`, one-way transactions queued behind one in progress;
-    /// Rust: `reserved`, being copied).
+    /// N: ... active`; Rust: `reserved`): one-way transactions queued
+    /// behind the one in progress on their node.
     pub buffers_pending: usize,
     /// Lines about pending work (`pending transaction`, `has delivered
     /// dead binder`, ...), kept as they are.
@@ -213,8 +211,7 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
                 },
                 "proc" if out.pid.is_none() => out.pid = num(rest.get(1)),
                 // C: `delivered` or `active` (not delivered yet); Rust:
-                // `allocated` (delivered or queued) or `reserved` (being
-                // copied).
+                // `allocated` or `reserved`.
                 "buffer" if matches!(rest.last(), Some(&"active") | Some(&"reserved")) => {
                     out.buffers_pending += 1
                 }

@@ -255,7 +255,7 @@ fn run(out: &mut Output) -> Result<(), String> {
         uptime_ms: sys::boottime_us() / 1000,
         log: klog_lines(),
     });
-    let mut pacer = Pacer::new(cfg.pace);
+    let mut pacer = Pacer::new(cfg.pace, cfg.driver == Driver::C);
     for (i, tf) in cfg.traces.iter().enumerate() {
         let mut run = TraceRun {
             index: i,
@@ -287,6 +287,8 @@ fn run(out: &mut Output) -> Result<(), String> {
 /// Counts the driver's log lines per rate-limit window (see [`Pace`]).
 struct Pacer {
     cfg: Pace,
+    /// Whether the driver's lines are rate-limited at all (C).
+    limited: bool,
     window_start_us: Option<u64>,
     count: u32,
     incomplete: bool,
@@ -294,9 +296,10 @@ struct Pacer {
 }
 
 impl Pacer {
-    fn new(cfg: Pace) -> Pacer {
+    fn new(cfg: Pace, limited: bool) -> Pacer {
         Pacer {
             cfg,
+            limited,
             window_start_us: None,
             count: 0,
             incomplete: false,
@@ -341,7 +344,7 @@ impl Pacer {
                 n += 1;
             }
         }
-        if n == 0 {
+        if n == 0 || !self.limited {
             return;
         }
         if self.window_start_us.is_none() {

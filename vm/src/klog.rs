@@ -239,37 +239,73 @@ pub const C_TABLE: &[(&str, Make)] = &[
 /// `binder_debug!` lines (`pr_info!`, no rate limit) and its `pr_warn!`s.
 pub const RUST_TABLE: &[(&str, Make)] = &[
     // Context::set_manager_node
-    ("BINDER_SET_CONTEXT_MGR already set", |_| log(Log::ManagerAlreadySet)),
+    ("BINDER_SET_CONTEXT_MGR already set", |_| {
+        log(Log::ManagerAlreadySet)
+    }),
     // Node::update_refcount_locked
-    ("Failure: refcount underflow!", |_| log(Log::RefcountUnderflow)),
+    ("Failure: refcount underflow!", |_| {
+        log(Log::RefcountUnderflow)
+    }),
     // Process::get_ref_for_node (insert into by_handle)
-    ("Detected mismatch between handle_is_present and by_handle", |_| log(Log::PoolMismatch)),
+    (
+        "Detected mismatch between handle_is_present and by_handle",
+        |_| log(Log::PoolMismatch),
+    ),
     // Process::update_ref (BC_INCREFS..BC_DECREFS)
-    ("%d:%d no such ref %d", |c| log(Log::InvalidRef(c[2].u32()?))),
-    ("%d:%d tried to use weak ref as strong ref", |_| log(Log::WeakAsStrong)),
+    ("%d:%d no such ref %d", |c| {
+        log(Log::InvalidRef(c[2].u32()?))
+    }),
+    ("%d:%d tried to use weak ref as strong ref", |_| {
+        log(Log::WeakAsStrong)
+    }),
     // Thread::transaction, Process::get_transaction_node
-    ("%d:%d got transaction to invalid handle %u", |c| log(Log::TransactionToInvalidHandle(c[2].u32()?))),
-    ("%d:%d transaction %s to %d:%d failed %*", |_| log(Log::TransactionFailed)),
-    ("%d:%d error while translating object: %*", |_| Some(Class::Known("translate-failed"))),
+    ("%d:%d got transaction to invalid handle %u", |c| {
+        log(Log::TransactionToInvalidHandle(c[2].u32()?))
+    }),
+    ("%d:%d transaction %s to %d:%d failed %*", |_| {
+        log(Log::TransactionFailed)
+    }),
+    ("%d:%d error while translating object: %*", |_| {
+        Some(Class::Known("translate-failed"))
+    }),
     // Process::request_death, Process::clear_death
     ("%d:%d %s invalid ref %d", |c| match c[2].text() {
         "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
         "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
         _ => None,
     }),
-    ("%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set", |_| log(Log::DeathAlreadySet)),
-    ("%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification not active", |_| log(Log::DeathNotActive)),
-    ("%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification cookie mismatch%*", |_| {
-        log(Log::DeathCookieMismatch)
-    }),
+    (
+        "%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set",
+        |_| log(Log::DeathAlreadySet),
+    ),
+    (
+        "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification not active",
+        |_| log(Log::DeathNotActive),
+    ),
+    (
+        "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification cookie mismatch%*",
+        |_| log(Log::DeathCookieMismatch),
+    ),
     // Process::deferred_release and the work it drops
-    ("%d: undelivered %*", |_| Some(Class::Known("undelivered-work"))),
+    ("%d: undelivered %*", |_| {
+        Some(Class::Known("undelivered-work"))
+    }),
     // Thread::write_read
-    ("Write failure %s in pid:%d", |_| Some(Class::Known("write-failure"))),
-    ("Read failure %s in pid:%d", |_| Some(Class::Known("read-failure"))),
-    ("Failure in copy_transaction_data: %*", |_| Some(Class::Known("copy-transaction-data-failed"))),
-    ("Notification added to `delivered_deaths` twice.", |_| Some(Class::Known("death-delivered-twice"))),
-    ("%d:%d reply to %d failed: %*", |_| Some(Class::Known("reply-failed"))),
+    ("Write failure %s in pid:%d", |_| {
+        Some(Class::Known("write-failure"))
+    }),
+    ("Read failure %s in pid:%d", |_| {
+        Some(Class::Known("read-failure"))
+    }),
+    ("Failure in copy_transaction_data: %*", |_| {
+        Some(Class::Known("copy-transaction-data-failed"))
+    }),
+    ("Notification added to `delivered_deaths` twice.", |_| {
+        Some(Class::Known("death-delivered-twice"))
+    }),
+    ("%d:%d reply to %d failed: %*", |_| {
+        Some(Class::Known("reply-failed"))
+    }),
 ];
 
 /// The table of a driver.

@@ -14,6 +14,7 @@ use idpool::driver::{
     Br, Command, Errno, NodeName, NodeState, Observed, Pid, ProcState, Program, Received, RefState,
     Ret, Snapshot, Step,
 };
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
@@ -338,9 +339,12 @@ fn boot_once(
         qemu: opts.qemu.clone(),
         kernel: kernel.image.clone(),
         initrd,
-        append: format!("console=ttyS0 quiet panic=-1 printk.devkmsg=on {}", opts.append)
-            .trim()
-            .to_string(),
+        append: format!(
+            "console=ttyS0 quiet panic=-1 printk.devkmsg=on {}",
+            opts.append
+        )
+        .trim()
+        .to_string(),
         memory_mb: opts.memory_mb,
         icount_shift: opts.icount_shift,
         dir: dir.to_path_buf(),
@@ -708,21 +712,30 @@ impl Conv {
                     };
                     let death = match r.death {
                         Some(true) => {
-                            let key = (k, r.debug_id);
-                            if !self.deaths.contains_key(&key) {
-                                match program_step.command {
-                                    Command::RequestDeath { handle, cookie }
-                                        if program_step.pid.index() == k && handle == r.handle =>
-                                    {
-                                        self.deaths.insert(key, cookie);
-                                    }
-                                    _ => notes.push(format!(
-                                        "p{k}: handle {} has a death notification no `death` command of this step set",
-                                        r.handle
-                                    )),
+                            // The debug text says a notification is set, not
+                            // its cookie: the cookie is the one of the
+                            // `death` command after which it appeared.
+                            let set_now = match program_step.command {
+                                Command::RequestDeath { handle, cookie }
+                                    if program_step.pid.index() == k && handle == r.handle =>
+                                {
+                                    Some(cookie)
                                 }
+                                _ => None,
+                            };
+                            match self.deaths.entry((k, r.debug_id)) {
+                                Entry::Occupied(e) => Some(*e.get()),
+                                Entry::Vacant(e) => match set_now {
+                                    Some(cookie) => Some(*e.insert(cookie)),
+                                    None => {
+                                        notes.push(format!(
+                                            "p{k}: handle {} has a death notification no `death` command of this step set",
+                                            r.handle
+                                        ));
+                                        None
+                                    }
+                                },
                             }
-                            self.deaths.get(&key).copied()
                         }
                         Some(false) => {
                             self.deaths.remove(&(k, r.debug_id));
