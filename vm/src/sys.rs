@@ -140,24 +140,32 @@ pub fn readable_now(fd: &impl AsRawFd) -> io::Result<bool> {
     Ok(p.revents & libc::POLLIN != 0)
 }
 
-fn ioctl(fd: &impl AsRawFd, request: u32, arg: *mut u8) -> io::Result<()> {
-    // SAFETY: the callers below pass a request together with a pointer to
-    // a buffer of at least `_IOC_SIZE(request)` bytes, valid for reads and
-    // writes for the call, as the Binder ABI defines each request.
+/// `ioctl(2)` with a pointer argument.
+///
+/// # Safety
+///
+/// `arg` points to a buffer valid for reads and writes of what the driver
+/// reads and writes for `request` (`_IOC_SIZE(request)` bytes, and for
+/// `BINDER_WRITE_READ` the buffers its `binder_write_read` names), for the
+/// whole call.
+unsafe fn ioctl(fd: &impl AsRawFd, request: u32, arg: *mut u8) -> io::Result<()> {
+    // SAFETY: the caller guarantees the buffer, as above.
     check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) }).map(drop)
 }
 
 /// `BINDER_VERSION`: the protocol version.
 pub fn binder_version(fd: &impl AsRawFd) -> io::Result<i32> {
     let mut v = [0u8; 4];
-    ioctl(fd, abi::BINDER_VERSION, v.as_mut_ptr())?;
+    // SAFETY: BINDER_VERSION writes a 4-byte `struct binder_version`.
+    unsafe { ioctl(fd, abi::BINDER_VERSION, v.as_mut_ptr()) }?;
     Ok(i32::from_le_bytes(v))
 }
 
 /// `BINDER_SET_CONTEXT_MGR` (with 0, as libbinder passes).
 pub fn set_context_mgr(fd: &impl AsRawFd) -> io::Result<()> {
     let mut v = [0u8; 4];
-    ioctl(fd, abi::BINDER_SET_CONTEXT_MGR, v.as_mut_ptr())
+    // SAFETY: BINDER_SET_CONTEXT_MGR reads at most its 4-byte argument.
+    unsafe { ioctl(fd, abi::BINDER_SET_CONTEXT_MGR, v.as_mut_ptr()) }
 }
 
 /// `BINDER_GET_NODE_INFO_FOR_REF` on `handle`, every other field 0: the
@@ -165,7 +173,9 @@ pub fn set_context_mgr(fd: &impl AsRawFd) -> io::Result<()> {
 pub fn node_info_for_ref(fd: &impl AsRawFd, handle: u32) -> io::Result<(u32, u32)> {
     let mut v = [0u8; abi::NODE_INFO_SIZE];
     v[0..4].copy_from_slice(&handle.to_le_bytes());
-    ioctl(fd, abi::BINDER_GET_NODE_INFO_FOR_REF, v.as_mut_ptr())?;
+    // SAFETY: the request reads and writes a 24-byte
+    // `struct binder_node_info_for_ref`, the size of `v`.
+    unsafe { ioctl(fd, abi::BINDER_GET_NODE_INFO_FOR_REF, v.as_mut_ptr()) }?;
     let at = |i: usize| u32::from_le_bytes(v[i..i + 4].try_into().expect("4 bytes"));
     Ok((at(4), at(8)))
 }
@@ -177,7 +187,9 @@ pub fn binderfs_add(control: &impl AsRawFd, name: &str) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
     }
     v[..name.len()].copy_from_slice(name.as_bytes());
-    ioctl(control, abi::BINDER_CTL_ADD, v.as_mut_ptr())
+    // SAFETY: BINDER_CTL_ADD reads and writes a 264-byte
+    // `struct binderfs_device`, the size of `v`.
+    unsafe { ioctl(control, abi::BINDER_CTL_ADD, v.as_mut_ptr()) }
 }
 
 /// What one `BINDER_WRITE_READ` did.
@@ -199,9 +211,13 @@ pub fn write_read(fd: &impl AsRawFd, write: &[u8], read_size: usize) -> WriteRea
     bwr[2] = write.as_ptr() as u64;
     bwr[3] = read_size as u64;
     bwr[5] = read.as_mut_ptr() as u64;
-    // `write` and `read` outlive the call: the kernel reads the first and
-    // writes at most `read_size` bytes of the second, as bwr says.
-    let result = ioctl(fd, abi::BINDER_WRITE_READ, bwr.as_mut_ptr().cast::<u8>());
+    // SAFETY: bwr is the 48-byte `struct binder_write_read`; the buffers it
+    // names, `write` (read by the kernel, `write.len()` bytes) and `read`
+    // (written, at most `read_size` bytes), outlive the call. Pointers
+    // inside `write` (a transaction's data and offsets) are only read by
+    // the kernel, with copy_from_user: a bad one is EFAULT, never a write
+    // to this process's memory.
+    let result = unsafe { ioctl(fd, abi::BINDER_WRITE_READ, bwr.as_mut_ptr().cast::<u8>()) };
     read.truncate((bwr[4] as usize).min(read_size));
     WriteRead {
         result,
