@@ -50,9 +50,11 @@ pub struct Options {
     /// Pacing against the C driver's log rate limit.
     pub pace: Pace,
     /// `-icount shift=N,sleep=off` (see [`Boot::icount_shift`]); on by
-    /// default (shift 0): the executor's waits for the C driver's log rate
-    /// limit then cost no host time (a batch of 226 traces: 25 s instead of
-    /// about 6 minutes).
+    /// default: the executor's waits for the C driver's log rate limit then
+    /// cost no host time (a batch of 226 traces: 20-25 s instead of about 6
+    /// minutes). Shift 3 (8 ns an instruction): shift 0 made the boot
+    /// itself twice as slow (the kernel's timed busy waits take 8 times the
+    /// instructions), 5 and more slow the traces.
     pub icount_shift: Option<u32>,
     /// Extra kernel command-line words.
     pub append: String,
@@ -72,7 +74,7 @@ impl Default for Options {
             timeout_base: Duration::from_secs(60),
             timeout_per_step: Duration::from_secs(2),
             pace: Pace::default(),
-            icount_shift: Some(0),
+            icount_shift: Some(3),
             append: String::new(),
             work_dir: None,
             verbose: false,

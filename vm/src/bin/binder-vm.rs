@@ -21,7 +21,7 @@ usage: binder-vm --kernel IMAGE --executor BINDER_EXEC [--module KO] [options] T
   --per-boot N          at most N traces a boot (default 200; the C module
                         takes at most 226 device names)
   --no-pace             do not wait out the C driver's log rate limit
-  --icount SHIFT        QEMU's -icount shift=SHIFT,sleep=off (default 0): virtual
+  --icount SHIFT        QEMU's -icount shift=SHIFT,sleep=off (default 3): virtual
                         time, so the pacing's waits cost no host time
   --no-icount           real time (pacing then waits 5 s per window)
   --qemu PATH           the QEMU binary (default qemu-system-x86_64)
