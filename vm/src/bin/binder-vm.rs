@@ -25,6 +25,7 @@ usage: binder-vm --kernel IMAGE --executor BINDER_EXEC [--module KO] [options] T
                         time, so the pacing's waits cost no host time
   --no-icount           real time (pacing then waits 5 s per window)
   --qemu PATH           the QEMU binary (default qemu-system-x86_64)
+  --timeout SECS        give up on a boot after SECS (default 60 + 2 a step)
   --work DIR            keep the initramfs and serial output in DIR
   --json FILE           write every trace's executor lines to FILE
   --raw                 also print each step's raw log lines and debug text
@@ -87,6 +88,13 @@ fn run() -> Result<ExitCode, String> {
             }
             "--no-icount" => opts.icount_shift = None,
             "--qemu" => opts.qemu = PathBuf::from(value("--qemu")?),
+            "--timeout" => {
+                let secs: f64 = value("--timeout")?
+                    .parse()
+                    .map_err(|_| "--timeout needs a number of seconds")?;
+                opts.timeout_base = Duration::from_secs_f64(secs);
+                opts.timeout_per_step = Duration::ZERO;
+            }
             "--work" => opts.work_dir = Some(PathBuf::from(value("--work")?)),
             "--json" => json = Some(PathBuf::from(value("--json")?)),
             "--raw" => raw = true,
