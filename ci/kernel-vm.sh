@@ -9,6 +9,7 @@
 #   ci/kernel-vm.sh a.trace b.trace --raw          # raw log lines and debug text too
 #   ci/kernel-vm.sh --driver rust vm/examples      # the Rust driver's kernel
 #   ci/kernel-vm.sh vm/examples --json out.jsonl   # the executor's lines, per trace
+#   ci/kernel-vm.sh --prepare                      # fetch and build only; print the paths
 #
 # C driver (default): mainline's kernel from Debian trixie-backports,
 # linux-binary-$MAINLINE_ABI-amd64 (vmlinuz) and linux-modules-$MAINLINE_ABI-amd64
@@ -33,12 +34,14 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 driver=c
+prepare=
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --driver) [ $# -ge 2 ] || die "--driver needs c or rust"
         case "$2" in c | rust) driver=$2 ;; *) die "unknown driver '$2' (c or rust)" ;; esac
         shift 2 ;;
+    --prepare) prepare=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) args+=("$1"); shift ;;
     esac
@@ -47,7 +50,7 @@ have_input=
 for a in "${args[@]}"; do
     case "$a" in -*) ;; *) have_input=1 ;; esac
 done
-[ -n "$have_input" ] || die "no trace or folder of traces given (see --help)"
+[ -n "$have_input" ] || [ -n "$prepare" ] || die "no trace or folder of traces given (see --help)"
 
 if ! command -v qemu-system-x86_64 >/dev/null; then
     [ "$(id -u)" = 0 ] || die "qemu-system-x86_64 is missing: run 'sudo apt-get install qemu-system-x86'"
@@ -119,6 +122,15 @@ step "building binder-exec (static) and binder-vm"
 executor="$ROOT/target/vm-static/x86_64-unknown-linux-gnu/release/binder-exec"
 (cd "$ROOT" && cargo build -q --release -p binder-vm --bin binder-vm) >&2 ||
     die "building binder-vm failed"
+
+if [ -n "$prepare" ]; then
+    # KEY=path lines, for scripts (binder_vm::Kernel::c_from_cache finds the
+    # same files).
+    printf 'DRIVER=%s\nKERNEL=%s\n' "$driver" "$image"
+    [ "$driver" = c ] && printf 'MODULE=%s\n' "$module"
+    printf 'EXECUTOR=%s\n' "$executor"
+    exit 0
+fi
 
 step "replaying on $(basename "$image") ($driver driver)"
 status=0

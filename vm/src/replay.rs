@@ -34,6 +34,50 @@ pub struct Kernel {
     pub executor: PathBuf,
 }
 
+impl Kernel {
+    /// The C driver's kernel where `ci/kernel-vm.sh` leaves it: the image
+    /// and module in `$KERNEL_CACHE/vm/$MAINLINE_ABI/` (`KERNEL_CACHE`
+    /// defaults to `$XDG_CACHE_HOME/binder-idpool` or
+    /// `~/.cache/binder-idpool`, `MAINLINE_ABI` to `7.3.4+deb13`, as in
+    /// `ci/lib.sh`), the executor in `workspace/target/vm-static/`.
+    pub fn c_from_cache(workspace: &std::path::Path) -> Result<Kernel> {
+        let cache = match std::env::var_os("KERNEL_CACHE") {
+            Some(c) => PathBuf::from(c),
+            None => std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .ok_or_else(|| Error::Input("neither KERNEL_CACHE nor HOME is set".into()))?
+                .join("binder-idpool"),
+        };
+        let abi = std::env::var("MAINLINE_ABI").unwrap_or_else(|_| "7.3.4+deb13".into());
+        let dir = cache.join("vm").join(abi);
+        let kernel = Kernel {
+            driver: Driver::C,
+            image: dir.join("vmlinuz"),
+            module: Some(dir.join("binder_linux.ko")),
+            executor: Kernel::static_executor(workspace),
+        };
+        for p in [
+            &kernel.image,
+            kernel.module.as_ref().expect("set above"),
+            &kernel.executor,
+        ] {
+            if !p.is_file() {
+                return Err(Error::Input(format!(
+                    "{} is missing: run ci/kernel-vm.sh --prepare first",
+                    p.display()
+                )));
+            }
+        }
+        Ok(kernel)
+    }
+
+    /// Where `ci/kernel-vm.sh` builds the static executor.
+    pub fn static_executor(workspace: &std::path::Path) -> PathBuf {
+        workspace.join("target/vm-static/x86_64-unknown-linux-gnu/release/binder-exec")
+    }
+}
+
 /// How to replay.
 #[derive(Clone, Debug)]
 pub struct Options {

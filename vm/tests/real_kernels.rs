@@ -187,6 +187,36 @@ fn rust_differs_where_it_does() {
 }
 
 #[test]
+fn an_executor_that_stops_early_is_an_error() {
+    let lines = fixture("c-7.3.4-examples.jsonl");
+    let cut: Vec<&str> = lines.lines().take(20).collect();
+    let console = "[    3.0] random line\nthread 'main' panicked at vm/src/exec.rs:1:1:\nboom\n";
+    let err = parse_boot(
+        Driver::C,
+        &examples(),
+        &cut.join("\n"),
+        console,
+        Duration::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("did not finish") && err.contains("panicked at"),
+        "{err}"
+    );
+    let bad = parse_boot(
+        Driver::C,
+        &examples(),
+        "{\"t\":\"nonsense\"}",
+        "",
+        Duration::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("does not parse"), "{bad}");
+}
+
+#[test]
 fn debug_text_of_the_c_driver() {
     let p = debugfs::parse(&fixture("c-proc-oneway-queue.txt"), Driver::C);
     assert_eq!(p.pid, Some(123));
@@ -337,36 +367,19 @@ fn live_replay_matches_the_fixtures() {
         return;
     }
     let workspace = root().join("..");
-    let cache = std::env::var_os("KERNEL_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            home.join("binder-idpool")
-        });
-    let abi = std::env::var("MAINLINE_ABI").unwrap_or_else(|_| "7.3.4+deb13".into());
     let env_or =
         |var: &str, default: PathBuf| std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
-    let executor = env_or(
-        "BINDER_VM_EXECUTOR",
-        workspace.join("target/vm-static/x86_64-unknown-linux-gnu/release/binder-exec"),
-    );
-    let mut kernels = vec![(
-        Kernel {
+    let executor = env_or("BINDER_VM_EXECUTOR", Kernel::static_executor(&workspace));
+    let c = match std::env::var_os("BINDER_VM_KERNEL") {
+        Some(image) => Kernel {
             driver: Driver::C,
-            image: env_or(
-                "BINDER_VM_KERNEL",
-                cache.join("vm").join(&abi).join("vmlinuz"),
-            ),
-            module: Some(env_or(
-                "BINDER_VM_MODULE",
-                cache.join("vm").join(&abi).join("binder_linux.ko"),
-            )),
+            image: image.into(),
+            module: std::env::var_os("BINDER_VM_MODULE").map(PathBuf::from),
             executor: executor.clone(),
         },
-        "c-7.3.4-examples.jsonl",
-    )];
+        None => Kernel::c_from_cache(&workspace).unwrap_or_else(|e| panic!("{e}")),
+    };
+    let mut kernels = vec![(c, "c-7.3.4-examples.jsonl")];
     if let Some(image) = std::env::var_os("RUST_KERNEL_IMAGE") {
         kernels.push((
             Kernel {
