@@ -307,9 +307,10 @@ impl Pacer {
         }
     }
 
-    /// Before a command: waits out the window if the command might
-    /// overflow it. Returns the microseconds waited.
-    fn before_command(&mut self) -> u64 {
+    /// Before a command that may print `expect` lines (at least the
+    /// configured headroom): waits out the window if they might overflow
+    /// it. Returns the microseconds waited.
+    fn before_command(&mut self, expect: u32) -> u64 {
         let Some(start) = self.window_start_us else {
             return 0;
         };
@@ -320,7 +321,7 @@ impl Pacer {
             self.count = 0;
             return 0;
         }
-        if !self.cfg.enabled || self.count + self.cfg.headroom <= self.cfg.burst {
+        if !self.cfg.enabled || self.count + expect.max(self.cfg.headroom) <= self.cfg.burst {
             return 0;
         }
         std::thread::sleep(Duration::from_micros(end - now));
@@ -466,7 +467,16 @@ impl TraceRun<'_> {
     }
 
     fn step(&mut self, s: usize, command: &Command, k: usize) -> Result<Record, String> {
-        let paced_us = self.pacer.before_command();
+        // An exit prints a line per piece of work it drops (one-way
+        // transactions queued on its nodes, ...): as many as its debug
+        // text has pending lines, and a few more.
+        let expect = match (command, &self.children[k].last_state) {
+            (Command::Exit, Some(text)) => {
+                2 + text.lines().filter(|l| l.contains("pending")).count() as u32
+            }
+            _ => 0,
+        };
+        let paced_us = self.pacer.before_command(expect);
         let t0 = sys::boottime_us();
         let mut notes = Vec::new();
         let mut release = None;
