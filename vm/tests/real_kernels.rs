@@ -219,7 +219,7 @@ fn an_executor_that_stops_early_is_an_error() {
 #[test]
 fn debug_text_of_the_c_driver() {
     let p = debugfs::parse(&fixture("c-proc-oneway-queue.txt"), Driver::C);
-    assert_eq!(p.pid, Some(123));
+    assert_eq!(p.pid, Some(124));
     assert_eq!(p.nodes.len(), 1);
     let n = &p.nodes[0];
     assert_eq!(
