@@ -132,12 +132,14 @@ pub enum Diff {
         /// Printed by Rust only.
         rust: Vec<Log>,
     },
-    /// A process's references, buffers, life, or nodes.
+    /// A process's references, buffers or life.
     State {
         /// The process.
         pid: usize,
         /// What differs, in words.
         what: String,
+        /// The references under C and under Rust.
+        refs: Box<(RefMap, RefMap)>,
     },
 }
 
@@ -222,6 +224,9 @@ pub fn reads_and_logs<'a>(
     diffs
 }
 
+/// A process's references by handle.
+pub type RefMap = std::collections::BTreeMap<u32, idpool::driver::RefState>;
+
 /// A node by owner and pointer, its serial left out.
 type NodeKey = (Pid, u64);
 /// A reference's strong and weak counts and death cookie.
@@ -253,6 +258,7 @@ pub fn states(c: &Snapshot, rust: &Snapshot) -> Vec<Diff> {
             diffs.push(Diff::State {
                 pid,
                 what: what.join("; "),
+                refs: Box::new((pc.refs.clone(), pr.refs.clone())),
             });
         }
     }
@@ -265,6 +271,9 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
     match diff {
         Diff::Ret { c, rust } => ret_rule(step, *c, *rust),
         Diff::State { .. } if manager_fallback(step, plan) => Some(rule("manager-zero-fallback")),
+        Diff::State { refs, .. } if manager_handle_held(&refs.0, &refs.1) => {
+            Some(rule("manager-handle"))
+        }
         _ if plan.fail == Some(AllocSite::Grow) => Some(rule("grow-failure")),
         Diff::Reads { c, rust, .. } => {
             if manager_handle(c, rust) {
@@ -329,6 +338,19 @@ fn manager_handle(c: &[Br], rust: &[Br]) -> bool {
         && oc.iter().zip(or).all(|(a, b)| {
             a == b || matches!((a, b), (Received::Handle { .. }, Received::Handle { .. }))
         })
+}
+
+/// Finding 0001 in the references held (the transaction that made them
+/// may still wait in a node's one-way queue): C holds a node at handle 0
+/// that Rust holds at another handle.
+fn manager_handle_held(c: &RefMap, rust: &RefMap) -> bool {
+    let Some(zero) = c.get(&0) else {
+        return false;
+    };
+    let same_node = |r: &idpool::driver::RefState| {
+        (r.node.owner, r.node.ptr) == (zero.node.owner, zero.node.ptr)
+    };
+    !rust.get(&0).is_some_and(same_node) && rust.iter().any(|(&h, r)| h != 0 && same_node(r))
 }
 
 /// Finding 0004's symptom: C delivers node work for the node with pointer

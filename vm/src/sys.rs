@@ -1,0 +1,307 @@
+//! The executor's system calls, each wrapped once with its `unsafe` block
+//! and the reason it is sound. Nothing else in the crate uses `unsafe`.
+#![allow(unsafe_code)]
+
+use crate::abi;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cstr(s: &str) -> io::Result<CString> {
+    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
+}
+
+/// `mount(2)`.
+pub fn mount(source: &str, target: &str, fstype: &str, data: Option<&str>) -> io::Result<()> {
+    let (s, t, f) = (cstr(source)?, cstr(target)?, cstr(fstype)?);
+    let d = data.map(cstr).transpose()?;
+    let dptr = d
+        .as_ref()
+        .map_or(std::ptr::null(), |d| d.as_ptr().cast::<libc::c_void>());
+    // SAFETY: every pointer is a NUL-terminated string that outlives the
+    // call (or NULL for no data), as mount(2) expects.
+    check(unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, dptr) }).map(drop)
+}
+
+/// `finit_module(2)` with these parameters and flags.
+pub fn finit_module(fd: RawFd, params: &str, flags: libc::c_int) -> io::Result<()> {
+    let p = cstr(params)?;
+    // SAFETY: finit_module takes an fd, a NUL-terminated string that
+    // outlives the call and flags; it writes no user memory.
+    let ret = unsafe { libc::syscall(libc::SYS_finit_module, fd, p.as_ptr(), flags) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `syslog(2)` action 4 (read all and clear): the kernel log since the
+/// last clear, as text.
+pub fn klog_read_clear() -> io::Result<String> {
+    // SAFETY: action 10 (SYSLOG_ACTION_SIZE_BUFFER) ignores the buffer.
+    let size = check(unsafe { libc::klogctl(10, std::ptr::null_mut(), 0) })?;
+    let mut buf = vec![0u8; size.max(4096) as usize];
+    // SAFETY: the buffer is valid for writes of its whole length, which is
+    // the length passed; the kernel writes at most that many bytes.
+    let n = check(unsafe {
+        libc::klogctl(
+            4,
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            buf.len() as libc::c_int,
+        )
+    })?;
+    buf.truncate(n as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `reboot(2)`: only returns on failure.
+pub fn reboot(cmd: libc::c_int) -> io::Error {
+    // SAFETY: reboot(2) takes a command number; it touches no user memory.
+    unsafe { libc::reboot(cmd) };
+    io::Error::last_os_error()
+}
+
+/// `sync(2)`.
+pub fn sync() {
+    // SAFETY: sync(2) has no arguments.
+    unsafe { libc::sync() }
+}
+
+/// `fork(2)`: `Ok(0)` in the child. The executor is single-threaded, so the
+/// child may run any code.
+pub fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: the executor never starts a thread, so the child inherits no
+    // lock held by another thread.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(pid)
+    }
+}
+
+/// `waitpid(pid, 0)`: its wait status.
+pub fn waitpid(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    let mut status = 0;
+    // SAFETY: status is a valid int to write.
+    check(unsafe { libc::waitpid(pid, &mut status, 0) })?;
+    Ok(status)
+}
+
+/// `_exit(2)`, without running destructors or flushing anything that the
+/// parent also holds.
+pub fn exit_now(code: libc::c_int) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// `setresuid(2)`.
+pub fn setresuid(ruid: u32, euid: u32, suid: u32) -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::setresuid(ruid, euid, suid) }).map(drop)
+}
+
+/// `getpid(2)`.
+pub fn getpid() -> libc::pid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// `CLOCK_BOOTTIME` in microseconds.
+pub fn boottime_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
+}
+
+/// `poll(2)` of one fd for input with a zero timeout: whether it is
+/// readable now.
+pub fn readable_now(fd: &impl AsRawFd) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, count 1.
+    check(unsafe { libc::poll(&mut p, 1, 0) })?;
+    Ok(p.revents & libc::POLLIN != 0)
+}
+
+/// `ioctl(2)` with a pointer argument.
+///
+/// # Safety
+///
+/// `arg` points to a buffer valid for reads and writes of what the driver
+/// reads and writes for `request` (`_IOC_SIZE(request)` bytes, and for
+/// `BINDER_WRITE_READ` the buffers its `binder_write_read` names), for the
+/// whole call.
+unsafe fn ioctl(fd: &impl AsRawFd, request: u32, arg: *mut u8) -> io::Result<()> {
+    // SAFETY: the caller guarantees the buffer, as above.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) }).map(drop)
+}
+
+/// `BINDER_VERSION`: the protocol version.
+pub fn binder_version(fd: &impl AsRawFd) -> io::Result<i32> {
+    let mut v = [0u8; 4];
+    // SAFETY: BINDER_VERSION writes a 4-byte `struct binder_version`.
+    unsafe { ioctl(fd, abi::BINDER_VERSION, v.as_mut_ptr()) }?;
+    Ok(i32::from_le_bytes(v))
+}
+
+/// `BINDER_SET_CONTEXT_MGR` (with 0, as libbinder passes).
+pub fn set_context_mgr(fd: &impl AsRawFd) -> io::Result<()> {
+    let mut v = [0u8; 4];
+    // SAFETY: BINDER_SET_CONTEXT_MGR reads at most its 4-byte argument.
+    unsafe { ioctl(fd, abi::BINDER_SET_CONTEXT_MGR, v.as_mut_ptr()) }
+}
+
+/// `BINDER_GET_NODE_INFO_FOR_REF` on `handle`, every other field 0: the
+/// strong and weak counts.
+pub fn node_info_for_ref(fd: &impl AsRawFd, handle: u32) -> io::Result<(u32, u32)> {
+    let mut v = [0u8; abi::NODE_INFO_SIZE];
+    v[0..4].copy_from_slice(&handle.to_le_bytes());
+    // SAFETY: the request reads and writes a 24-byte
+    // `struct binder_node_info_for_ref`, the size of `v`.
+    unsafe { ioctl(fd, abi::BINDER_GET_NODE_INFO_FOR_REF, v.as_mut_ptr()) }?;
+    let at = |i: usize| u32::from_le_bytes(v[i..i + 4].try_into().expect("4 bytes"));
+    Ok((at(4), at(8)))
+}
+
+/// `BINDER_CTL_ADD` on binderfs's `binder-control`: makes device `name`.
+pub fn binderfs_add(control: &impl AsRawFd, name: &str) -> io::Result<()> {
+    let mut v = [0u8; abi::BINDERFS_DEVICE_SIZE];
+    if name.len() > 255 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
+    }
+    v[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: BINDER_CTL_ADD reads and writes a 264-byte
+    // `struct binderfs_device`, the size of `v`.
+    unsafe { ioctl(control, abi::BINDER_CTL_ADD, v.as_mut_ptr()) }
+}
+
+/// What one `BINDER_WRITE_READ` did.
+#[derive(Debug)]
+pub struct WriteRead {
+    /// The ioctl's result.
+    pub result: io::Result<()>,
+    /// `write_consumed`.
+    pub write_consumed: u64,
+    /// The bytes read (`read_consumed` of them).
+    pub read: Vec<u8>,
+}
+
+/// `BINDER_WRITE_READ` writing `write` and reading up to `read_size` bytes.
+pub fn write_read(fd: &impl AsRawFd, write: &[u8], read_size: usize) -> WriteRead {
+    let mut read = vec![0u8; read_size];
+    let mut bwr = [0u64; 6];
+    bwr[0] = write.len() as u64;
+    bwr[2] = write.as_ptr() as u64;
+    bwr[3] = read_size as u64;
+    bwr[5] = read.as_mut_ptr() as u64;
+    // SAFETY: bwr is the 48-byte `struct binder_write_read`; the buffers it
+    // names, `write` (read by the kernel, `write.len()` bytes) and `read`
+    // (written, at most `read_size` bytes), outlive the call. Pointers
+    // inside `write` (a transaction's data and offsets) are only read by
+    // the kernel, with copy_from_user: a bad one is EFAULT, never a write
+    // to this process's memory.
+    let result = unsafe { ioctl(fd, abi::BINDER_WRITE_READ, bwr.as_mut_ptr().cast::<u8>()) };
+    read.truncate((bwr[4] as usize).min(read_size));
+    WriteRead {
+        result,
+        write_consumed: bwr[1],
+        read,
+    }
+}
+
+/// A read-only shared mapping of a Binder file: where the driver puts the
+/// transactions this process receives.
+pub struct Mapping {
+    addr: usize,
+    len: usize,
+}
+
+impl Mapping {
+    /// `mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0)`.
+    pub fn new(fd: &impl AsRawFd, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping at an address the kernel chooses; no
+        // existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            addr: p as usize,
+            len,
+        })
+    }
+
+    /// A copy of `len` bytes at user address `at`, if they lie inside the
+    /// mapping.
+    pub fn read(&self, at: u64, len: usize) -> Option<Vec<u8>> {
+        let start = usize::try_from(at).ok()?.checked_sub(self.addr)?;
+        if start.checked_add(len)? > self.len {
+            return None;
+        }
+        let mut out = vec![0u8; len];
+        // SAFETY: [addr + start, addr + start + len) lies inside the live
+        // mapping (checked above); it is only read, with a byte copy, into
+        // a distinct buffer. The driver writes a buffer before handing it
+        // to us and not while we hold it, so the bytes are stable.
+        unsafe {
+            std::ptr::copy_nonoverlapping((self.addr + start) as *const u8, out.as_mut_ptr(), len)
+        };
+        Some(out)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `new` with this address and
+        // length and nothing refers to it any more (`read` copies out).
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// A connected pair of Unix stream sockets (parent's end, child's end).
+pub fn socketpair() -> io::Result<(
+    std::os::unix::net::UnixStream,
+    std::os::unix::net::UnixStream,
+)> {
+    std::os::unix::net::UnixStream::pair()
+}
+
+/// `uname -r`.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `tcdrain(3)`: waits until a terminal has sent what was written to it
+/// (a no-op error on other files).
+pub fn tcdrain(f: &impl AsRawFd) {
+    // SAFETY: tcdrain takes an fd and touches no user memory.
+    unsafe { libc::tcdrain(f.as_raw_fd()) };
+}

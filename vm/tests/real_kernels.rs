@@ -1,0 +1,415 @@
+//! The parsing of what the executor printed on the real kernels, on lines
+//! captured from mainline 7.3.4 (Debian's kernel and `binder_linux.ko` for
+//! C, the project's minimal kernel for Rust) running `vm/examples/`; and,
+//! with `BINDER_VM=1`, a live replay of the examples that must answer what
+//! the captured run answered.
+
+use binder_vm::debugfs;
+use binder_vm::klog::{self, Class};
+use binder_vm::replay::{parse_boot, replay_with, Kernel, Options, TraceRun};
+use binder_vm::{program, Driver};
+use idpool::driver::{Br, Errno, Log, NodeName, Pid, Program, Ret};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(root().join("tests/fixtures").join(name)).unwrap()
+}
+
+fn examples() -> Vec<(String, Program)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let p = program::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+            (name, p)
+        })
+        .collect()
+}
+
+fn runs(driver: Driver, file: &str) -> Vec<TraceRun> {
+    let (runs, stats) =
+        parse_boot(driver, &examples(), &fixture(file), "", Duration::ZERO).unwrap();
+    assert_eq!(stats.traces, runs.len());
+    assert!(stats.done_ms > stats.executor_start_ms);
+    runs
+}
+
+fn trace<'a>(runs: &'a [TraceRun], prefix: &str) -> &'a TraceRun {
+    runs.iter().find(|r| r.name.starts_with(prefix)).unwrap()
+}
+
+fn reads(run: &TraceRun, step: usize, pid: usize) -> Vec<String> {
+    run.steps[step].observed.reads[pid]
+        .iter()
+        .map(|b| b.to_string())
+        .collect()
+}
+
+/// Every trace ran to its end, every line was classified, every debug line
+/// parsed, every node named.
+fn complete(runs: &[TraceRun]) {
+    assert_eq!(runs.len(), examples().len());
+    for r in runs {
+        assert_eq!(r.error, None, "{}", r.name);
+        assert_eq!(r.steps.len(), r.program.steps.len(), "{}", r.name);
+        assert!(!r.log_may_be_incomplete, "{}", r.name);
+        for (i, s) in r.steps.iter().enumerate() {
+            assert!(s.notes.is_empty(), "{} step {i}: {:?}", r.name, s.notes);
+            assert!(s.observed.ret.is_some(), "{} step {i}", r.name);
+        }
+    }
+}
+
+#[test]
+fn c_examples_parse_completely() {
+    complete(&runs(Driver::C, "c-7.3.4-examples.jsonl"));
+}
+
+#[test]
+fn rust_examples_parse_completely() {
+    complete(&runs(Driver::Rust, "rust-7.3.4-examples.jsonl"));
+}
+
+#[test]
+fn c_observations_of_the_manager_traces() {
+    let runs = runs(Driver::C, "c-7.3.4-examples.jsonl");
+    let t = trace(&runs, "01-");
+    assert_eq!(t.steps[1].observed.ret, Some(Ret::Err(Errno::Busy)));
+    assert_eq!(t.steps[1].observed.log, [Log::ManagerAlreadySet]);
+    assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Inval)));
+    assert_eq!(t.steps[2].observed.log, [Log::ManagerAcquiresZero]);
+    // A one-way send: the sender reads BR_TRANSACTION_COMPLETE and the
+    // driver's BR_INCREFS/BR_ACQUIRE for its new node; the manager the
+    // transaction with its new handle.
+    assert_eq!(reads(t, 4, 0), ["transaction handle 1"]);
+    assert_eq!(
+        reads(t, 4, 1),
+        ["transaction-complete", "increfs 1", "acquire 1"]
+    );
+    let manager = &t.steps[0].snapshot.procs[0].nodes[&0];
+    assert_eq!(
+        (
+            manager.strong,
+            manager.weak,
+            manager.has_strong,
+            manager.has_weak
+        ),
+        (1, 1, true, true)
+    );
+
+    let t = trace(&runs, "02-");
+    assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Perm)));
+    assert_eq!(t.steps[2].observed.log, [Log::ManagerBadUid]);
+    assert_eq!(t.steps[3].observed.ret, Some(Ret::Ok));
+
+    let t = trace(&runs, "07-");
+    assert_eq!(
+        t.steps[4].observed.log,
+        [Log::GotOtherHandle { wanted: 0, got: 1 }]
+    );
+    let p1 = &t.steps[4].snapshot.procs[1];
+    let node = |owner: u8| NodeName {
+        owner: Pid(owner),
+        ptr: 0,
+        serial: 0,
+    };
+    assert_eq!(p1.refs[&0].node, node(0));
+    assert_eq!(p1.refs[&1].node, node(2));
+}
+
+#[test]
+fn c_observations_of_deaths_node_info_and_queues() {
+    let runs = runs(Driver::C, "c-7.3.4-examples.jsonl");
+    let t = trace(&runs, "05-");
+    assert_eq!(t.steps[4].snapshot.procs[0].refs[&1].death, Some(7));
+    assert_eq!(reads(t, 5, 0), ["dead-binder 7"]);
+    assert_eq!(reads(t, 6, 0), ["clear-death-done 7"]);
+    assert_eq!(t.steps[6].snapshot.procs[0].refs[&1].death, None);
+
+    let t = trace(&runs, "06-");
+    assert_eq!(
+        t.steps[2].observed.ret,
+        Some(Ret::NodeInfo { strong: 1, weak: 0 })
+    );
+    assert_eq!(t.steps[5].observed.ret, Some(Ret::Err(Errno::Perm)));
+    assert_eq!(t.steps[6].observed.ret, Some(Ret::Err(Errno::Inval)));
+    assert_eq!(t.steps.last().unwrap().observed.log, [Log::WeakAsStrong]);
+
+    let t = trace(&runs, "11-");
+    assert_eq!(t.steps[0].observed.reads[1], [Br::DeadReply]);
+    assert_eq!(
+        t.steps[0].observed.log,
+        [Log::NoTargetNode, Log::TransactionFailed]
+    );
+
+    // The second and third one-way sends wait on the node: not delivered,
+    // their buffers allocated but not counted as received.
+    let t = trace(&runs, "14-");
+    assert!(t.steps[2].observed.reads[0].is_empty());
+    assert_eq!(t.steps[2].snapshot.procs[0].buffers, 1);
+    assert_eq!(t.steps[2].procs[0].as_ref().unwrap().buffers_pending, 1);
+    assert_eq!(reads(t, 4, 0), ["transaction handle 2"]);
+}
+
+#[test]
+fn rust_differs_where_it_does() {
+    let runs = runs(Driver::Rust, "rust-7.3.4-examples.jsonl");
+    let t = trace(&runs, "01-");
+    assert_eq!(t.steps[1].observed.ret, Some(Ret::Err(Errno::Busy)));
+    assert_eq!(t.steps[1].observed.log, [Log::ManagerAlreadySet]);
+    // No log line for the manager's BC_INCREFS 0, and the manager's node
+    // has no weak count.
+    assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Inval)));
+    assert!(t.steps[2].observed.log.is_empty());
+    assert_eq!(t.steps[0].snapshot.procs[0].nodes[&0].weak, 0);
+    // The refused set-manager left a node with pointer 0 in p1.
+    assert!(t.steps[1].snapshot.procs[1].nodes.contains_key(&0));
+    // node-info of a handle the manager does not hold.
+    assert_eq!(
+        trace(&runs, "02-").steps[4].observed.ret,
+        Some(Ret::Err(Errno::NoEnt))
+    );
+    // The same answers to the death trace, but no death in the debug text.
+    let t = trace(&runs, "05-");
+    assert_eq!(reads(t, 5, 0), ["dead-binder 7"]);
+    assert_eq!(t.steps[4].snapshot.procs[0].refs[&1].death, None);
+}
+
+#[test]
+fn an_executor_that_stops_early_is_an_error() {
+    let lines = fixture("c-7.3.4-examples.jsonl");
+    let cut: Vec<&str> = lines.lines().take(20).collect();
+    let console = "[    3.0] random line\nthread 'main' panicked at vm/src/exec.rs:1:1:\nboom\n";
+    let err = parse_boot(
+        Driver::C,
+        &examples(),
+        &cut.join("\n"),
+        console,
+        Duration::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("did not finish") && err.contains("panicked at"),
+        "{err}"
+    );
+    let bad = parse_boot(
+        Driver::C,
+        &examples(),
+        "{\"t\":\"nonsense\"}",
+        "",
+        Duration::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("does not parse"), "{bad}");
+}
+
+#[test]
+fn debug_text_of_the_c_driver() {
+    let p = debugfs::parse(&fixture("c-proc-oneway-queue.txt"), Driver::C);
+    assert_eq!(p.pid, Some(124));
+    assert_eq!(p.nodes.len(), 1);
+    let n = &p.nodes[0];
+    assert_eq!(
+        (n.ptr, n.strong, n.weak, n.has_strong, n.has_weak),
+        (0, 4, 1, true, true)
+    );
+    assert_eq!(
+        p.refs.iter().map(|r| r.handle).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(p
+        .refs
+        .iter()
+        .all(|r| r.death == Some(false) && r.strong == 1 && !r.dead_node));
+    assert_eq!((p.buffers, p.buffers_pending), (1, 2));
+    assert_eq!(p.pending.len(), 2, "{:?}", p.pending);
+    assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+
+    let p = debugfs::parse(&fixture("c-proc-death.txt"), Driver::C);
+    assert_eq!(p.refs[0].death, Some(true));
+}
+
+#[test]
+fn debug_text_of_the_rust_driver() {
+    // Refs printed without newlines, the last one followed by a buffer.
+    let p = debugfs::parse(&fixture("rust-proc-refs.txt"), Driver::Rust);
+    assert_eq!(
+        p.refs.iter().map(|r| r.handle).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(p.refs.iter().all(|r| r.death.is_none()));
+    let n = &p.nodes[0];
+    assert_eq!(
+        (n.strong, n.weak, n.has_strong, n.has_weak),
+        (4, 0, true, true)
+    );
+    assert_eq!((p.buffers, p.buffers_pending), (1, 2));
+    assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+}
+
+#[test]
+fn every_captured_log_line_is_classified() {
+    for (driver, file) in [
+        (Driver::C, "c-7.3.4-examples.jsonl"),
+        (Driver::Rust, "rust-7.3.4-examples.jsonl"),
+    ] {
+        let mut seen = std::collections::BTreeSet::new();
+        for r in runs(driver, file) {
+            for l in r.steps.iter().flat_map(|s| &s.log).chain(&r.end_log) {
+                assert_ne!(l.class, Class::Unclassified, "{driver:?}: {}", l.raw);
+                if let Class::Log(x) = l.class {
+                    seen.insert(x.word());
+                }
+            }
+        }
+        // What the examples make each driver print.
+        let expected: &[&str] = match driver {
+            Driver::C => &[
+                "death-already-set",
+                "death-cookie-mismatch",
+                "death-invalid-ref",
+                "death-not-active",
+                "got-other-handle",
+                "invalid-ref",
+                "manager-acquires-zero",
+                "manager-already-set",
+                "manager-bad-uid",
+                "no-target-node",
+                "object-invalid-handle",
+                "transaction-failed",
+                "transaction-to-invalid-handle",
+                "transaction-to-own-manager",
+                "weak-as-strong",
+            ],
+            Driver::Rust => &[
+                "death-already-set",
+                "death-cookie-mismatch",
+                "death-invalid-ref",
+                "death-not-active",
+                "invalid-ref",
+                "manager-already-set",
+                "transaction-failed",
+                "transaction-to-invalid-handle",
+                "weak-as-strong",
+            ],
+        };
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), expected, "{driver:?}");
+    }
+}
+
+#[test]
+fn log_lines_of_each_table() {
+    let c = |line: &str| klog::classify(line, Driver::C).class;
+    assert_eq!(
+        c("<6>[    2.980477] binder_linux: 90:90 context manager tried to acquire desc 0"),
+        Class::Log(Log::ManagerAcquiresZero)
+    );
+    assert_eq!(
+        c("<6>[    1.0] binder_linux: 91:91 tried to acquire reference to desc 0, got 1 instead"),
+        Class::Log(Log::GotOtherHandle { wanted: 0, got: 1 })
+    );
+    assert_eq!(
+        c("<6>[    1.0] binder_linux: 91:91 ioctl 40046207 7ffd63d4b830 returned -16"),
+        Class::Known("ioctl-failed")
+    );
+    assert_eq!(
+        c("<4>[    9.1] binder_user_error: 4 callbacks suppressed"),
+        Class::Suppressed {
+            site: "binder_user_error".into(),
+            count: 4
+        }
+    );
+    assert_eq!(
+        c("<6>[    1.0] binder_linux: 1:1 something new"),
+        Class::Unclassified
+    );
+    assert_eq!(
+        c("<6>[    1.0] clocksource: Switched to clocksource tsc"),
+        Class::Foreign
+    );
+    assert_eq!(
+        c("<4>[    1.0] kernel BUG at drivers/android/binder.c:1166!"),
+        Class::Log(Log::Bug)
+    );
+    let r = |line: &str| klog::classify(line, Driver::Rust).class;
+    assert_eq!(
+        r("<6>[ 1.0] rust_binder: 40:40 no such ref 5"),
+        Class::Log(Log::InvalidRef(5))
+    );
+    assert_eq!(
+        r("<3>[ 1.0] rust_binder: Detected mismatch between handle_is_present and by_handle"),
+        Class::Log(Log::PoolMismatch)
+    );
+}
+
+/// Replays the examples on the real kernels (QEMU) when `BINDER_VM=1`, and
+/// checks that they answer what the captured fixtures say, step by step.
+/// The kernel and executor come from where `ci/kernel-vm.sh` leaves them,
+/// or `BINDER_VM_KERNEL`, `BINDER_VM_MODULE`, `BINDER_VM_EXECUTOR`; the
+/// Rust driver's kernel from `RUST_KERNEL_IMAGE` (skipped without it).
+#[test]
+fn live_replay_matches_the_fixtures() {
+    if std::env::var_os("BINDER_VM").is_none_or(|v| v != "1") {
+        eprintln!("skipped: set BINDER_VM=1 to boot QEMU (run ci/kernel-vm.sh once first)");
+        return;
+    }
+    let workspace = root().join("..");
+    let env_or =
+        |var: &str, default: PathBuf| std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    let executor = env_or("BINDER_VM_EXECUTOR", Kernel::static_executor(&workspace));
+    let c = match std::env::var_os("BINDER_VM_KERNEL") {
+        Some(image) => Kernel {
+            driver: Driver::C,
+            image: image.into(),
+            module: std::env::var_os("BINDER_VM_MODULE").map(PathBuf::from),
+            executor: executor.clone(),
+        },
+        None => Kernel::c_from_cache(&workspace).unwrap_or_else(|e| panic!("{e}")),
+    };
+    let mut kernels = vec![(c, "c-7.3.4-examples.jsonl")];
+    if let Some(image) = std::env::var_os("RUST_KERNEL_IMAGE") {
+        kernels.push((
+            Kernel {
+                driver: Driver::Rust,
+                image: image.into(),
+                module: None,
+                executor,
+            },
+            "rust-7.3.4-examples.jsonl",
+        ));
+    }
+    for (kernel, fixture_file) in kernels {
+        let live = replay_with(&kernel, &examples(), &Options::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .traces;
+        complete(&live);
+        let recorded = runs(kernel.driver, fixture_file);
+        for (l, r) in live.iter().zip(&recorded) {
+            for (i, (ls, rs)) in l.steps.iter().zip(&r.steps).enumerate() {
+                assert_eq!(
+                    ls.observed, rs.observed,
+                    "{} step {i} `{}`",
+                    l.name, ls.step
+                );
+                assert_eq!(
+                    ls.snapshot, rs.snapshot,
+                    "{} step {i} `{}`",
+                    l.name, ls.step
+                );
+            }
+        }
+    }
+}
