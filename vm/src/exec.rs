@@ -807,9 +807,9 @@ impl Proc {
             Command::Send { to, ref objects } => {
                 let mut data = Vec::new();
                 let mut offsets = Vec::new();
-                for o in objects {
+                for o in objects.iter().flat_map(Object::expand) {
                     offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                    let flat = match *o {
+                    let flat = match o {
                         Object::Node { ptr, strong } => FlatObject {
                             kind: if strong {
                                 abi::BINDER_TYPE_BINDER
@@ -830,6 +830,7 @@ impl Proc {
                             value: u64::from(handle),
                             cookie: 0,
                         },
+                        Object::Nodes { .. } => unreachable!("runs are expanded"),
                     };
                     data.extend_from_slice(&flat.encode());
                 }
