@@ -103,8 +103,8 @@ smoke_boot() {
     [ -z "${SMOKE_CONSOLE:-}" ] || cp "$out" "$SMOKE_CONSOLE"
     tr -d '\r' <"$out" | grep -o 'smoke:.*' >&2 || true
     if ! tr -d '\r' <"$out" | grep -q 'smoke: result: PASS'; then
-        echo "--- console (last 40 lines) ---" >&2
-        tr -d '\r' <"$out" | tail -40 >&2
+        echo "--- the rest of the console (last 40 lines) ---" >&2
+        tr -d '\r' <"$out" | grep -v 'smoke:' | tail -40 >&2
         die "smoke boot of $image failed (QEMU ran $(printf '%.1f' "$secs") s)"
     fi
     step "smoke boot passed: $(printf '%.1f' "$secs") s from QEMU's start to its exit"
