@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a minimal x86_64 Linux kernel with the Rust binder driver built in,
-# from Debian trixie-backports' linux-source-$MAINLINE, and prints the path
-# of its bzImage on the last line of stdout (progress goes to stderr).
+# from Debian trixie-backports' linux-source-7.3 (MAINLINE in ci/lib.sh),
+# and prints the path of its bzImage on the last line of stdout (progress
+# goes to stderr).
 #
 #   ci/kernel-rust.sh                   # build unless cached; print the bzImage path
 #   ci/kernel-rust.sh --print-path      # print the path without building (exit 1 if not built)
@@ -30,13 +31,15 @@
 # HASH hashes the fragments' contents and the toolchain pins in ci/lib.sh,
 # so a second run with the same ones does nothing but print the path.
 #
-# Toolchain (pinned in ci/lib.sh), installed when missing, as root: Debian
-# bookworm's clang-$KERNEL_LLVM, lld, llvm and libclang-dev, flex, bison, bc,
-# libelf-dev, libssl-dev, cpio (apt-get); rustup's $KERNEL_RUSTC toolchain
-# with rust-src (rustup must be there); bindgen-cli $KERNEL_BINDGEN from
-# crates.io (cargo install --locked, into $KERNEL_CACHE/tools). --check also
-# needs qemu-system-x86, gcc and libc6-dev (installed the same way). One
-# kernel build at a time on the machine (a lock in $KERNEL_CACHE); make -j2.
+# Toolchain (versions pinned in ci/lib.sh: KERNEL_LLVM, KERNEL_RUSTC,
+# KERNEL_BINDGEN), installed when missing, as root: Debian bookworm's
+# clang, lld, llvm and libclang-dev of that LLVM version, flex, bison, bc,
+# libelf-dev, libssl-dev, cpio (apt-get); rustup's Rust toolchain with
+# rust-src (rustup must be there); bindgen-cli from crates.io (cargo
+# install --locked, into $KERNEL_CACHE/tools). --check also needs
+# qemu-system-x86, gcc and libc6-dev (installed the same way). One kernel
+# build at a time on the machine (a lock in $KERNEL_CACHE); make -j$JOBS
+# (default 2).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -236,7 +239,7 @@ configure() {
     step "configuring in $build: tinyconfig + $(printf '%s ' "${fragments[@]##*/}")"
     rm -rf "$dir/fragments" && mkdir -p "$build" "$dir/fragments"
     for f in "${fragments[@]}"; do
-        i=$((i + 1)); cp "$f" "$dir/fragments/$i-${f##*/}"
+        i=$((i + 1)); cp "$f" "$dir/fragments/$i-$(basename "$f" | tr -c 'A-Za-z0-9._\n-' _)"
     done
     {
         kmake tinyconfig &&
