@@ -45,6 +45,14 @@ KERNEL_CACHE=${KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/binder-idpool}
 # and linux-modules-$MAINLINE_ABI-amd64 the kernel image and binder_linux.ko.
 MAINLINE=${MAINLINE:-7.3}
 MAINLINE_ABI=${MAINLINE_ABI:-7.3.4+deb13}
+# The toolchain ci/kernel-rust.sh builds the Rust binder kernel with:
+# Debian bookworm's LLVM ($KERNEL_LLVM is the suffix of clang-19,
+# ld.lld-19, ...), rustup's Rust toolchain $KERNEL_RUSTC with its rust-src
+# component, and bindgen-cli $KERNEL_BINDGEN from crates.io. 7.3's minimums
+# (scripts/min-tool-version.sh): LLVM 17.0.1, rustc 1.85.0, bindgen 0.71.1.
+KERNEL_LLVM=19
+KERNEL_RUSTC=1.95.0
+KERNEL_BINDGEN=0.73.2
 
 # apt-get (or apt-cache, with APT=apt-cache) with the private backports
 # configuration.
