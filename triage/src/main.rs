@@ -15,6 +15,7 @@
 mod input;
 mod minimize;
 mod plot;
+mod real;
 mod run;
 mod states;
 
@@ -39,6 +40,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Replay binder_commands programs (traces, raw inputs, or directories of them) on the real drivers booted in QEMU, each against our model of it; exit 1 when a model disagrees with its real driver.
+    RealKernel {
+        /// Trace files, raw binder_commands inputs, or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Which real drivers.
+        #[arg(long, value_enum, default_value = "both")]
+        driver: real::Which,
+    },
     /// Replay an input step by step, allocator beside model; exit 1 if it fails.
     Repro {
         /// A trace, or raw bytes from any engine.
@@ -121,6 +131,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Repro { file, target } => repro(&file, target.as_deref()),
+        Command::RealKernel { paths, driver } => real::run(&paths, driver),
         Command::Minimize {
             file,
             target,

@@ -10,9 +10,11 @@
 //!   [`debugfs`] (the drivers' per-process debug text) and [`klog`] (the
 //!   kernel log lines, classified per driver).
 //!
-//! [`replay()`] is the whole: traces in, observations out.
+//! [`replay()`] is the whole: traces in, observations out; [`compare`]
+//! holds them against our models of the drivers.
 
 pub mod abi;
+pub mod compare;
 pub mod debugfs;
 pub mod exec;
 pub mod initramfs;

@@ -15,6 +15,22 @@ pub fn parse(text: &str) -> Result<Program, String> {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         let at = |e: String| format!("line {}: {e}: {line:?}", i + 1);
+        // A whole `binder_commands` trace: its header says what it is.
+        match words[..] {
+            ["idpool-trace", "v1"] | ["target", "binder_commands"] => continue,
+            ["target", other] => {
+                return Err(at(format!("a trace of {other}, not binder_commands")))
+            }
+            ["version", v] if v != "c-mainline" && v != "rust-mainline" => return Err(at(
+                "the real drivers are mainline: a trace naming another version cannot run on them"
+                    .into(),
+            )),
+            ["version", _] => continue,
+            _ => {}
+        }
+        if words[0].starts_with("in-") || words.last().is_some_and(|w| w.starts_with("fail-")) {
+            return Err(at("a step run in a window or with a failing allocation cannot be reproduced on a real kernel".into()));
+        }
         if words[0] == "procs" {
             if euids.is_some() {
                 return Err(at("a second `procs` line".into()));
