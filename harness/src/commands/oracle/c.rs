@@ -924,3 +924,354 @@ impl COracle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{holds, run};
+    use super::*;
+
+    /// p2 refers to p1's node 0 at descriptor 1, then p1 becomes the
+    /// manager and p2 increments descriptor 0.
+    pub(crate) const MANAGER_NODE_REFERENCED_BEFORE: &str = "procs 3
+        p0 set-manager
+        p1 send 0 node 0
+        p2 send 0 node 1
+        p0 send 2 handle 1
+        p0 exit
+        p1 set-manager
+        p2 increfs 0";
+
+    fn c(version: Version, program: &str) -> (COracle, Vec<String>) {
+        run::<COracle>(version, program)
+    }
+
+    /// `get_ref_desc_olocked` (1074): offset 0 for the node that is the
+    /// manager's when the reference is made, whoever makes it, and 1 for
+    /// every other node, even while 0 is free.
+    #[test]
+    fn c_get_ref_desc_olocked_offset_zero_only_for_current_manager_node() {
+        let (model, got) = c(
+            Version::CMainline,
+            "procs 3
+            p1 set-manager
+            p0 send 0 node 1
+            p1 send 1 node 0
+            p2 send 0 node 2",
+        );
+        assert_eq!(
+            got[1],
+            "0 p0[transaction-complete, increfs 1, acquire 1] p1[transaction handle 1]"
+        );
+        assert_eq!(
+            got[2],
+            "0 p0[transaction handle 0] p1[transaction-complete]"
+        );
+        // p2's transaction waits behind p1's first buffer, but p1 has
+        // handle 2; both transactions and p0's reference hold p1's node.
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{1: p0:1 1/0, 2: p2:2 1/0} nodes{0: #0 4/1 sw} buffers 1"
+        );
+        // The old manager's node is no longer the manager's: offset 1.
+        let (_, got) = c(
+            Version::CMainline,
+            "procs 3
+            p1 set-manager
+            p0 send 0 node 1
+            p2 increfs 0
+            p2 acquire 0
+            p1 exit
+            p0 set-manager
+            p2 send 0 node 3
+            p0 send 1 node 2
+            p2 send 1 handle 0",
+        );
+        assert_eq!(
+            got[6],
+            "0 p0[transaction handle 1] p2[transaction-complete, increfs 3, acquire 3]"
+        );
+        assert_eq!(
+            got[7],
+            "0 p0[transaction-complete, increfs 2, acquire 2] p2[transaction handle 1]"
+        );
+        assert_eq!(
+            got[8],
+            "0 p0[transaction handle 2] p2[transaction-complete]"
+        );
+    }
+
+    /// `binder_thread_write`, `BC_INCREFS`/`BC_ACQUIRE` of descriptor 0
+    /// (4170-4196): the manager itself is refused and logged; anyone else
+    /// refers to the manager's node, and is told (logged) when that
+    /// reference is not descriptor 0.
+    #[test]
+    fn c_binder_thread_write_increfs_zero_goes_to_the_manager_node() {
+        let (_, got) = c(
+            Version::CMainline,
+            "procs 2
+            p1 set-manager
+            p1 acquire 0
+            p0 send 0 node 1
+            p1 send 1 node 0
+            p0 increfs 0",
+        );
+        assert_eq!(got[1], "EINVAL log[manager-acquires-zero]");
+        assert_eq!(
+            got[3],
+            "0 p0[transaction handle 0] p1[transaction-complete]"
+        );
+        assert_eq!(got[4], "0");
+        // A reference to a node made before the node was the manager's
+        // keeps its descriptor: here 1.
+        let (_, got) = c(Version::CMainline, MANAGER_NODE_REFERENCED_BEFORE);
+        assert_eq!(
+            got[3],
+            "0 p0[transaction-complete] p2[transaction handle 1]"
+        );
+        assert_eq!(got[4], "0 log[undelivered-transaction]");
+        assert_eq!(got[6], "0 log[got-other-handle 0 1]");
+    }
+
+    /// `binder_thread_write` (4183-4192): when the manager's node cannot
+    /// be referenced (the new reference's memory), the command falls back
+    /// to descriptor 0 as it is, here a stale reference to an old manager's
+    /// node, which gains a count.
+    #[test]
+    fn c_binder_thread_write_increfs_zero_out_of_memory_falls_back_to_descriptor_0() {
+        let (model, got) = c(
+            Version::CMainline,
+            "procs 3
+            p1 set-manager
+            p0 increfs 0
+            p1 exit
+            p2 set-manager
+            p0 increfs 0 !ref
+            p0 acquire 0 !ref",
+        );
+        assert_eq!(got[4], "0");
+        assert_eq!(got[5], "0 log[weak-as-strong, invalid-ref 0]");
+        assert_eq!(
+            holds(&model.snapshot(), 0),
+            "refs{0: p1:0 0/2} nodes{} buffers 0"
+        );
+        let (_, got) = c(
+            Version::CMainline,
+            "procs 2
+            p1 set-manager
+            p0 increfs 0 !ref",
+        );
+        assert_eq!(got[1], "0 log[invalid-ref 0]");
+    }
+
+    /// `binder_get_ref_olocked` (1031-1034): a strong command on a
+    /// weak-only reference does not find it (logged twice, ioctl 0);
+    /// `binder_dec_ref_olocked` (1289-1294): a weak decrement of a zero
+    /// weak count is logged and changes nothing.
+    #[test]
+    fn c_binder_get_ref_olocked_weak_only_reference_is_not_strong() {
+        let (model, got) = c(
+            Version::CMainline,
+            "procs 2
+            p1 set-manager
+            p0 send 0 weak-node 1
+            p1 acquire 1
+            p1 release 1
+            p1 send 1
+            p1 increfs 1
+            p0 send 0 node 2
+            p1 decrefs 2",
+        );
+        assert_eq!(got[2], "0 log[weak-as-strong, invalid-ref 1]");
+        assert_eq!(got[3], "0 log[weak-as-strong, invalid-ref 1]");
+        assert_eq!(
+            got[4],
+            "0 p1[failed-reply] log[weak-as-strong, transaction-to-invalid-handle 1, no-target-node, transaction-failed]"
+        );
+        assert_eq!(got[7], "0 log[invalid-decrement weak]");
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{1: p0:1 0/2, 2: p0:2 1/0} nodes{0: #0 3/1 sw} buffers 1"
+        );
+    }
+
+    /// `binder_ioctl_get_node_info_for_ref` (5564-5596): the manager only,
+    /// a strong reference only, and the weak count is the node's local
+    /// weak count: references do not count, a weak node object held by its
+    /// owner does.
+    #[test]
+    fn c_binder_ioctl_get_node_info_for_ref_weak_count_is_local() {
+        let (_, got) = c(
+            Version::CMainline,
+            "procs 2
+            p1 set-manager
+            p0 send 0 node 1
+            p1 increfs 1
+            p1 node-info 1
+            p1 send 1 weak-handle 1
+            p1 node-info 1
+            p0 free
+            p1 node-info 1
+            p0 node-info 0
+            p1 node-info 2",
+        );
+        assert_eq!(got[3], "strong 1 weak 0");
+        assert_eq!(
+            got[4],
+            "0 p0[transaction weak-node 1] p1[transaction-complete]"
+        );
+        assert_eq!(got[5], "strong 2 weak 1");
+        assert_eq!(got[7], "strong 1 weak 0");
+        assert_eq!(got[8], "EPERM");
+        assert_eq!(got[9], "EINVAL");
+    }
+
+    /// `binder_node_release` (6211): the dying owner's node keeps only the
+    /// references of others (its local counts are zeroed, 6234-6235), and
+    /// every reference with a death notification reads `BR_DEAD_BINDER`;
+    /// its waiting one-way transactions are dropped, logged.
+    #[test]
+    fn c_binder_node_release_zeroes_local_counts_and_notifies() {
+        let (_, got) = c(
+            Version::CMainline,
+            "procs 3
+            p1 set-manager
+            p0 send 0 node 1
+            p1 send 1 handle 1
+            p2 increfs 0
+            p1 death 1 5
+            p0 exit
+            p1 node-info 1
+            p1 death 1 6
+            p1 clear-death 1 5",
+        );
+        assert_eq!(got[2], "0 p0[transaction node 1] p1[transaction-complete]");
+        assert_eq!(got[5], "0 p1[dead-binder 5]");
+        assert_eq!(got[6], "strong 1 weak 0");
+        assert_eq!(got[7], "0 log[death-already-set]");
+        assert_eq!(got[8], "0 p1[clear-death-done 5]");
+    }
+
+    /// `get_ref_desc_olocked` as first merged (`c-2024-06`): the manager's
+    /// node gets descriptor 0 without looking, so a process holding a
+    /// stale descriptor 0 that receives the new manager's node hits
+    /// `BUG()` (1166); the driver is then gone.
+    #[test]
+    fn c_2024_06_get_ref_desc_olocked_manager_zero_without_looking_is_bug() {
+        let program = "procs 3
+            p1 set-manager
+            p0 increfs 0
+            p1 exit
+            p2 set-manager
+            p0 send 0 node 1
+            p2 send 1 node 0
+            p0 exit";
+        let (model, got) = c(Version::C2024_06, program);
+        assert_eq!(
+            got[4],
+            "0 p0[transaction-complete, increfs 1, acquire 1] p2[transaction handle 1]"
+        );
+        assert_eq!(got[5], "EFAULT log[bug]");
+        assert_eq!(got[6], "skipped");
+        assert!(model.snapshot().procs[0].alive);
+        let (_, got) = c(Version::CMainline, program);
+        assert_eq!(
+            got[5],
+            "0 p0[transaction handle 1] p2[transaction-complete]"
+        );
+    }
+
+    /// `dbitmap_clear_bit` in the v3 posting had no guard for bit 0: once
+    /// the manager's node's descriptor 0 is dropped, the first clear bit is
+    /// 0 and goes to any node; the manager's node, given 0 without looking,
+    /// then collides (`BUG()`). As merged (`c-2024-06`) the guard keeps
+    /// bit 0, and mainline searches from 1.
+    #[test]
+    fn c_v3_dbitmap_clear_bit_hands_descriptor_0_to_any_node() {
+        let program = "procs 3
+            p1 set-manager
+            p0 send 0 node 1
+            p0 increfs 0
+            p0 decrefs 0
+            p2 send 0 node 1
+            p1 send 1 handle 2
+            p0 increfs 0";
+        let (_, got) = c(Version::CV3, program);
+        assert_eq!(
+            got[5],
+            "0 p0[transaction handle 0] p1[transaction-complete]"
+        );
+        assert_eq!(got[6], "EFAULT log[bug]");
+        for version in [Version::C2024_06, Version::CMainline] {
+            let (_, got) = c(version, program);
+            assert_eq!(
+                got[5],
+                "0 p0[transaction handle 1] p1[transaction-complete]"
+            );
+        }
+        let (_, got) = c(Version::C2024_06, program);
+        assert_eq!(got[6], "0");
+        let (_, got) = c(Version::CMainline, program);
+        assert_eq!(got[6], "0");
+    }
+
+    /// A model whose process 0 holds references at descriptors `descs`
+    /// (to nodes of process 1) and whose bitmap has `nbits` bits.
+    fn with_refs(version: Version, descs: &[u32], nbits: u32) -> COracle {
+        let mut model = COracle::new(&[0, 0], version);
+        for (i, &desc) in descs.iter().enumerate() {
+            let n = model.node_for(1, i as u64);
+            let r = Ref {
+                node: n,
+                strong: 0,
+                weak: 1,
+                death: None,
+            };
+            model.procs[0].refs.insert(desc, r);
+            if let Some(map) = &mut model.procs[0].dmap {
+                map.bits.insert(desc);
+            }
+        }
+        if let Some(map) = &mut model.procs[0].dmap {
+            map.nbits = nbits;
+        }
+        model
+    }
+
+    /// `get_ref_desc_olocked` (1083-1093) and `dbitmap_grow`: a full
+    /// bitmap doubles; when the bigger one cannot be allocated the bitmap
+    /// is disabled for good and the slow walk gives the same descriptor.
+    /// (No program reaches 64 references: at most 16 nodes exist at once.)
+    #[test]
+    fn c_get_ref_desc_olocked_grow_failure_disables_the_bitmap_silently() {
+        let descs: Vec<u32> = (1..64).collect();
+        for (fail, nbits) in [(None, Some(128)), (Some(AllocSite::Grow), None)] {
+            let mut model = with_refs(Version::CMainline, &descs, 64);
+            let n = model.node_for(1, 100);
+            let mut fail = FailOnce::new(fail);
+            assert_eq!(model.pick_descriptor(0, n, &mut fail).ok(), Some(64));
+            assert_eq!(model.procs[0].dmap.as_ref().map(|m| m.nbits), nbits);
+        }
+    }
+
+    /// `try_shrink_dmap` (1362) and `dbitmap_shrink_nbits`: after a
+    /// release, a bitmap whose last bit is below a quarter halves (at or
+    /// below in `c-v3`); a failed allocation changes nothing.
+    #[test]
+    fn c_try_shrink_dmap_threshold_by_version() {
+        for (version, shrinks) in [(Version::CMainline, false), (Version::CV3, true)] {
+            let mut model = with_refs(version, &[1, 32], 128);
+            let mut fail = FailOnce::new(None);
+            model.procs[0].refs.remove(&1);
+            model.procs[0].dmap.as_mut().unwrap().bits.remove(&1);
+            model.try_shrink(0, &mut fail);
+            let nbits = model.procs[0].dmap.as_ref().unwrap().nbits;
+            assert_eq!(nbits, if shrinks { 64 } else { 128 }, "{version}");
+        }
+        let mut model = with_refs(Version::CMainline, &[1], 256);
+        let mut fail = FailOnce::new(Some(AllocSite::Shrink));
+        model.try_shrink(0, &mut fail);
+        assert_eq!(model.procs[0].dmap.as_ref().unwrap().nbits, 256);
+        model.try_shrink(0, &mut fail);
+        assert_eq!(model.procs[0].dmap.as_ref().unwrap().nbits, 128);
+    }
+}
