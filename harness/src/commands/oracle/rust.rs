@@ -824,3 +824,301 @@ impl RustOracle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::c::COracle;
+    use super::super::testing::{holds, run};
+    use super::*;
+
+    fn rust(program: &str) -> (RustOracle, Vec<String>) {
+        run::<RustOracle>(Version::RustMainline, program)
+    }
+
+    /// `Process::insert_or_update_handle` (process.rs:858) starts at 0
+    /// only when `Process::update_ref` asks for the manager's node on
+    /// handle 0 (972); `transfer_binder_object` (allocation.rs:400) always
+    /// starts at 1, for the manager's node too, so a received manager's
+    /// node is never handle 0, and a later increment of handle 0 lands on
+    /// that reference, silently.
+    #[test]
+    fn rust_insert_or_update_handle_starts_at_0_only_for_handle_0() {
+        let (model, got) = rust(
+            "procs 3
+            p1 set-manager
+            p0 send 0 node 1
+            p1 send 1 node 0
+            p0 increfs 0
+            p2 increfs 0",
+        );
+        assert_eq!(
+            got[2],
+            "0 p0[transaction handle 1] p1[transaction-complete]"
+        );
+        assert_eq!(got[3], "0");
+        assert_eq!(got[4], "0");
+        assert_eq!(
+            holds(&model.snapshot(), 0),
+            "refs{1: p1:0 1/1} nodes{1: #0 2/0 sw} buffers 1"
+        );
+        assert_eq!(
+            holds(&model.snapshot(), 2),
+            "refs{0: p1:0 0/1} nodes{} buffers 0"
+        );
+    }
+
+    /// `Process::update_ref` (process.rs:966-975): an increment of handle 0
+    /// by the manager is `EINVAL` without a log line of the driver's own;
+    /// anyone else's insert result is dropped, so a failed one (the new
+    /// reference's memory) returns 0 and changes nothing, where C falls
+    /// back to descriptor 0.
+    #[test]
+    fn rust_update_ref_handle_0_ignores_the_inserts_failure() {
+        let program = "procs 3
+            p1 set-manager
+            p0 increfs 0
+            p1 exit
+            p2 set-manager
+            p0 increfs 0 !ref
+            p1 increfs 0
+            p2 increfs 0";
+        let (model, got) = rust(program);
+        assert_eq!(got[4..], ["0", "skipped", "EINVAL"]);
+        assert_eq!(
+            holds(&model.snapshot(), 0),
+            "refs{0: p1:0 0/1} nodes{} buffers 0"
+        );
+        let (model, got) = run::<COracle>(Version::CMainline, program);
+        assert_eq!(
+            got[4..],
+            ["0", "skipped", "EINVAL log[manager-acquires-zero]"]
+        );
+        assert_eq!(
+            holds(&model.snapshot(), 0),
+            "refs{0: p1:0 0/2} nodes{} buffers 0"
+        );
+    }
+
+    /// `NodeRef::update` (node.rs:858-897): a strong increment or decrement
+    /// of a reference without a strong count does nothing and logs
+    /// nothing; a weak decrement of a zero weak count is logged. Only the
+    /// lookups that need a strong reference (`NodeRef::clone`, 840) log.
+    #[test]
+    fn rust_noderef_update_strong_change_of_weak_only_reference_is_silent() {
+        let (model, got) = rust(
+            "procs 2
+            p1 set-manager
+            p0 send 0 weak-node 1
+            p1 acquire 1
+            p1 release 1
+            p1 send 1
+            p1 increfs 1
+            p0 send 0 node 2
+            p1 decrefs 2
+            p1 release 9",
+        );
+        assert_eq!(got[2..4], ["0", "0"]);
+        assert_eq!(
+            got[4],
+            "0 p1[failed-reply] log[weak-as-strong, transaction-to-invalid-handle 1, transaction-failed]"
+        );
+        assert_eq!(got[7], "0 log[invalid-decrement weak]");
+        assert_eq!(got[8], "0 log[invalid-ref 9]");
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{1: p0:1 0/2, 2: p0:2 1/0} nodes{0: #0 3/0 sw} buffers 1"
+        );
+    }
+
+    /// `Process::get_node_info_from_ref` (process.rs:1222) and
+    /// `Node::populate_counts` (node.rs:492): the counts are the node's
+    /// holders, a weak-only reference is answered like any other, and a
+    /// missing handle is `ENOENT`.
+    #[test]
+    fn rust_get_node_info_from_ref_counts_holders() {
+        let (_, got) = rust(
+            "procs 2
+            p1 set-manager
+            p0 send 0 node 1
+            p1 increfs 1
+            p1 node-info 1
+            p1 send 1 weak-handle 1
+            p1 node-info 1
+            p0 free
+            p1 node-info 1
+            p0 node-info 0
+            p1 node-info 2",
+        );
+        assert_eq!(got[3], "strong 1 weak 1");
+        assert_eq!(
+            got[4],
+            "0 p0[transaction weak-node 1] p1[transaction-complete]"
+        );
+        assert_eq!(got[5], "strong 2 weak 2");
+        assert_eq!(got[7], "strong 1 weak 1");
+        assert_eq!(got[8], "EPERM");
+        assert_eq!(got[9], "ENOENT");
+    }
+
+    /// `Process::set_as_manager` (process.rs:746) takes node 0 before
+    /// `Context::set_manager_node` refuses: node 0 exists after an `EBUSY`,
+    /// and its update waits on the caller's thread (`push_work_deferred`,
+    /// thread.rs:359) until a cleared death notification queues work there
+    /// (`Thread::push_work_if_looper`); a death notification's request does
+    /// not (it queues nothing on the thread).
+    #[test]
+    fn rust_set_as_manager_defers_node_0_until_the_thread_has_work() {
+        let program = "procs 3
+            p0 set-manager
+            p1 set-manager
+            p1 increfs 0
+            p1 death 0 9
+            p1 clear-death 0 9";
+        let (model, got) = rust(program);
+        assert_eq!(got[1], "EBUSY log[manager-already-set]");
+        assert_eq!(got[4], "0 p1[clear-death-done 9]");
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{0: p0:0 0/1} nodes{} buffers 0"
+        );
+        let (model, _) = rust(&program.replace("p1 clear-death 0 9", ""));
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{0: p0:0 0/1 death 9} nodes{0: #0 0/0 -} buffers 0"
+        );
+        // Node 0 was removed: the next one is a new node.
+        let (model, _) = rust(&format!("{program}\n p1 send 0 node 0"));
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{0: p0:0 0/1} nodes{0: #1 1/0 sw} buffers 0"
+        );
+        let (model, _) =
+            run::<COracle>(Version::CMainline, &format!("{program}\n p1 send 0 node 0"));
+        assert_eq!(
+            holds(&model.snapshot(), 1),
+            "refs{0: p0:0 0/1} nodes{0: #0 1/0 sw} buffers 0"
+        );
+    }
+
+    /// `Process::deferred_release` (process.rs:1404): the dying owner's
+    /// nodes leave its tree lowest pointer first, and a node object in one
+    /// of its buffers gives its count back through that tree
+    /// (`Process::update_node`, 1031): objects of nodes already gone, and
+    /// every object of a buffer it read (released last, 1496), leak their
+    /// count into the dead node, which node info then reports. C zeroes a
+    /// dead node's local counts (`binder_node_release`, binder.c:6235).
+    #[test]
+    fn rust_deferred_release_leaks_counts_of_node_objects() {
+        let read = "procs 2
+            p1 set-manager
+            p0 send 0 node 1
+            p1 send 1 handle 1
+            p0 exit
+            p1 node-info 1";
+        let (_, got) = rust(read);
+        assert_eq!(got[2], "0 p0[transaction node 1] p1[transaction-complete]");
+        assert_eq!(got[4], "strong 2 weak 0");
+        let (_, got) = run::<COracle>(Version::CMainline, read);
+        assert_eq!(got[4], "strong 1 weak 0");
+        let waiting = |target: u32, object: u32| {
+            format!(
+                "procs 2
+                p1 set-manager
+                p0 send 0 node 1
+                p0 send 0 node 3
+                p1 send {target}
+                p1 send {target} handle {object}
+                p0 exit
+                p1 node-info {object}"
+            )
+        };
+        // An object of node 3 waiting on node 1: node 3 is still there.
+        let (_, got) = rust(&waiting(1, 2));
+        assert_eq!(got[5], "0 log[undelivered-transaction]");
+        assert_eq!(got[6], "strong 1 weak 0");
+        // An object of node 1 waiting on node 3: node 1 is gone.
+        let (_, got) = rust(&waiting(2, 1));
+        assert_eq!(got[6], "strong 2 weak 0");
+    }
+
+    /// `Thread::oneway_transaction_inner` through `Process::buffer_alloc`
+    /// (process.rs:1067): a target whose owner died has no mapping left,
+    /// `BR_DEAD_REPLY` with the `pr_warn!` of `copy_transaction_data`
+    /// (thread.rs:1055) and no summary line (no errno). C fails earlier,
+    /// finding no live target node.
+    #[test]
+    fn rust_transaction_to_a_dead_node_is_dead_reply() {
+        let program = "procs 2
+            p1 set-manager
+            p0 send 0 node 1
+            p0 exit
+            p1 send 1";
+        let (_, got) = rust(program);
+        assert_eq!(got[3], "0 p1[dead-reply] log[dead-process]");
+        let (_, got) = run::<COracle>(Version::CMainline, program);
+        assert_eq!(
+            got[3],
+            "0 p1[dead-reply] log[no-target-node, transaction-failed]"
+        );
+    }
+
+    /// A model whose process 0 holds references at `handles` (to nodes of
+    /// process 1) and whose pool has `pool` handles.
+    fn with_refs(handles: &[u32], pool: u32) -> RustOracle {
+        let mut model = RustOracle::new(&[0, 0], Version::RustMainline);
+        for (i, &handle) in handles.iter().enumerate() {
+            let n = model.node_for(1, i as u64);
+            let r = Ref {
+                node: n,
+                strong: 0,
+                weak: 1,
+                death: None,
+            };
+            model.procs[0].refs.insert(handle, r);
+        }
+        model.procs[0].pool = pool;
+        model
+    }
+
+    /// `Process::insert_or_update_handle` (process.rs:857-880): no free
+    /// handle from the start below the pool's size grows the pool, and a
+    /// failed grow fails the insert with `ENOMEM`; a free handle below the
+    /// start does not count. (No program reaches 64 references: at most 16
+    /// nodes exist at once.)
+    #[test]
+    fn rust_insert_or_update_handle_failed_grow_is_enomem() {
+        let handles: Vec<u32> = (1..64).collect();
+        let mut model = with_refs(&handles, 64);
+        let n = model.node_for(1, 100);
+        let mut fail = FailOnce::new(Some(AllocSite::Grow));
+        assert_eq!(model.insert(0, n, true, 1, &mut fail), Err(Errno::NoMem));
+        assert_eq!(model.insert(0, n, true, 0, &mut fail), Ok(0));
+        let mut model = with_refs(&handles, 64);
+        assert_eq!(model.insert(0, n, true, 1, &mut fail), Ok(64));
+        assert_eq!(model.procs[0].pool, 128);
+    }
+
+    /// `IdPool::shrink_request` and `Process::update_ref` (process.rs:1012):
+    /// the pool halves after a release when its last handle is below a
+    /// quarter of it, and a smaller pool of 64 handles is inline: not an
+    /// allocation, so it cannot fail.
+    #[test]
+    fn rust_update_ref_shrink_to_64_cannot_fail() {
+        for (pool, shrunk) in [(128, 64), (256, 256)] {
+            let mut model = with_refs(&[1, 2], pool);
+            let mut fail = FailOnce::new(Some(AllocSite::Shrink));
+            model.update_ref(0, 2, false, false, &mut fail, &mut Vec::new());
+            assert_eq!(model.procs[0].pool, shrunk);
+        }
+        let mut model = with_refs(&[1, 40], 128);
+        model.update_ref(
+            0,
+            1,
+            false,
+            false,
+            &mut FailOnce::new(None),
+            &mut Vec::new(),
+        );
+        assert_eq!(model.procs[0].pool, 128);
+    }
+}
