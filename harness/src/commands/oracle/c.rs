@@ -288,9 +288,9 @@ impl COracle {
     ///   buffer is not freed, waiting or read (`binder_get_node_refs_for_txn`
     ///   2967, released by `binder_transaction_buffer_release` 2059); and
     ///   one of either per object in those buffers that is the node itself,
-    ///   translated back for its owner (`binder_translate_handle` 2321,
-    ///   released at 2096). A dead node has none: `binder_node_release`
-    ///   zeroes both (6234-6235).
+    ///   translated back for its owner (`binder_translate_handle` 2324,
+    ///   released at 2098). A dead node has none: `binder_node_release`
+    ///   zeroes both (6235-6236).
     /// - `internal_strong_refs` is one per reference with a strong count
     ///   (`binder_inc_ref_olocked` 1243, `binder_dec_ref_olocked` 1275).
     fn counts(&self, n: NodeId) -> Counts {
@@ -346,7 +346,7 @@ impl COracle {
 
     /// The node `ptr` of process `p`, created if its tree has none
     /// (`binder_new_node`, 794; `binder_init_node_ilocked` returns the one
-    /// already there, 755-768).
+    /// already there, 766).
     fn node_for(&mut self, p: usize, ptr: u64) -> NodeId {
         if let Some(&n) = self.procs[p].tree.get(&ptr) {
             return n;
@@ -382,7 +382,7 @@ impl COracle {
     }
 
     /// `get_ref_desc_olocked` (1065) and the descriptor check of
-    /// `binder_get_ref_for_node_olocked` (1155-1167): the descriptor a new
+    /// `binder_get_ref_for_node_olocked` (1156-1167): the descriptor a new
     /// reference to `n` in process `p` gets.
     ///
     /// - Mainline: the smallest descriptor at or above the offset that no
@@ -780,7 +780,7 @@ impl COracle {
 
     /// `BC_FREE_BUFFER` on the oldest buffer (`binder_free_buf`, 4097):
     /// the next one-way transaction waiting for that node is queued
-    /// (4110-4122), then the buffer's objects are released.
+    /// (4107-4124), then the buffer's objects are released.
     fn free(&mut self, p: usize, fail: &mut FailOnce, log: &mut Vec<Log>) -> Ret {
         let Some(txn) = self.procs[p].buffers.pop_front() else {
             return Ret::Skipped;
@@ -794,7 +794,7 @@ impl COracle {
         Ret::Ok
     }
 
-    /// `BC_REQUEST_DEATH_NOTIFICATION` (4396-4470): on a reference that
+    /// `BC_REQUEST_DEATH_NOTIFICATION` (4395-4472): on a reference that
     /// exists (else logged, 4431) and has none yet (else logged, 4455);
     /// when the node is already dead the notification is read at once.
     fn request_death(&mut self, p: usize, desc: u32, cookie: u64, log: &mut Vec<Log>) {
@@ -812,7 +812,7 @@ impl COracle {
         }
     }
 
-    /// `BC_CLEAR_DEATH_NOTIFICATION` (4473-4512): the reference must exist
+    /// `BC_CLEAR_DEATH_NOTIFICATION` (4473-4514): the reference must exist
     /// and have a notification with this cookie (each failure logged); the
     /// caller then reads `BR_CLEAR_DEATH_NOTIFICATION_DONE`. (A
     /// notification delivered and not yet acknowledged would delay it, but
@@ -1032,7 +1032,7 @@ mod tests {
         assert_eq!(got[6], "0 log[got-other-handle 0 1]");
     }
 
-    /// `binder_thread_write` (4183-4192): when the manager's node cannot
+    /// `binder_thread_write` (4188-4191): when the manager's node cannot
     /// be referenced (the new reference's memory), the command falls back
     /// to descriptor 0 as it is, here a stale reference to an old manager's
     /// node, which gains a count.
@@ -1063,7 +1063,7 @@ mod tests {
         assert_eq!(got[1], "0 log[invalid-ref 0]");
     }
 
-    /// `binder_get_ref_olocked` (1031-1034): a strong command on a
+    /// `binder_get_ref_olocked` (1032-1034): a strong command on a
     /// weak-only reference does not find it (logged twice, ioctl 0);
     /// `binder_dec_ref_olocked` (1289-1294): a weak decrement of a zero
     /// weak count is logged and changes nothing.
@@ -1126,7 +1126,7 @@ mod tests {
     }
 
     /// `binder_node_release` (6211): the dying owner's node keeps only the
-    /// references of others (its local counts are zeroed, 6234-6235), and
+    /// references of others (its local counts are zeroed, 6235-6236), and
     /// every reference with a death notification reads `BR_DEAD_BINDER`;
     /// its waiting one-way transactions are dropped, logged.
     #[test]
@@ -1237,7 +1237,7 @@ mod tests {
         model
     }
 
-    /// `get_ref_desc_olocked` (1083-1093) and `dbitmap_grow`: a full
+    /// `get_ref_desc_olocked` (1085-1096) and `dbitmap_grow`: a full
     /// bitmap doubles; when the bigger one cannot be allocated the bitmap
     /// is disabled for good and the slow walk gives the same descriptor.
     /// (No program reaches 64 references: at most 16 nodes exist at once.)

@@ -267,7 +267,7 @@ impl RustOracle {
     ///   allocation keeps the target's `NodeRef`, `Transaction::new`), and
     ///   one of either per object of those buffers that is the node itself,
     ///   translated back for its owner (`transfer_binder_object`,
-    ///   allocation.rs:391, undone by `Process::update_node` on free);
+    ///   allocation.rs:392, undone by `Process::update_node` on free);
     /// - what its owner's death leaked ([`RustOracle::exit`]).
     fn counts(&self, n: NodeId) -> (u32, u32) {
         let node = &self.nodes[n];
@@ -867,7 +867,7 @@ mod tests {
         );
     }
 
-    /// `Process::update_ref` (process.rs:966-975): an increment of handle 0
+    /// `Process::update_ref` (process.rs:967-975): an increment of handle 0
     /// by the manager is `EINVAL` without a log line of the driver's own;
     /// anyone else's insert result is dropped, so a failed one (the new
     /// reference's memory) returns 0 and changes nothing, where C falls
@@ -1006,7 +1006,7 @@ mod tests {
     /// (`Process::update_node`, 1031): objects of nodes already gone, and
     /// every object of a buffer it read (released last, 1496), leak their
     /// count into the dead node, which node info then reports. C zeroes a
-    /// dead node's local counts (`binder_node_release`, binder.c:6235).
+    /// dead node's local counts (`binder_node_release`, binder.c:6235-6236).
     #[test]
     fn rust_deferred_release_leaks_counts_of_node_objects() {
         let read = "procs 2
@@ -1042,7 +1042,7 @@ mod tests {
     }
 
     /// `Thread::oneway_transaction_inner` through `Process::buffer_alloc`
-    /// (process.rs:1067): a target whose owner died has no mapping left,
+    /// (process.rs:1069): a target whose owner died has no mapping left,
     /// `BR_DEAD_REPLY` with the `pr_warn!` of `copy_transaction_data`
     /// (thread.rs:1055) and no summary line (no errno). C fails earlier,
     /// finding no live target node.
