@@ -419,3 +419,148 @@ fn exit_with_a_one_way_transaction_waiting() {
     on_c(program, &expected);
     on_rust(program, &expected);
 }
+
+#[test]
+fn freeing_a_buffer_whose_handle_was_released_meanwhile() {
+    // The reference is gone: C's buffer release complains, Rust's decrement
+    // names no reference.
+    let program = "procs 2
+        p1 set-manager
+        p0 send 0 node 1
+        p1 release 1
+        p1 free";
+    let first = [
+        "0",
+        "0 p0[transaction-complete, increfs 1, acquire 1] p1[transaction handle 1]",
+        "0 p0[release 1, decrefs 1]",
+    ];
+    on_c(
+        program,
+        &[first.as_slice(), &["0 log[bad-buffer-object]"]].concat(),
+    );
+    on_rust(
+        program,
+        &[first.as_slice(), &["0 log[invalid-ref 1]"]].concat(),
+    );
+    // The reference is weak only: C cannot decrement it strongly, Rust
+    // silently does not.
+    let program = "procs 2
+        p1 set-manager
+        p0 send 0 node 1
+        p1 increfs 1
+        p1 release 1
+        p1 free";
+    let first = [
+        "0",
+        "0 p0[transaction-complete, increfs 1, acquire 1] p1[transaction handle 1]",
+        "0",
+        "0 p0[release 1]",
+    ];
+    let c = on_c(
+        program,
+        &[
+            first.as_slice(),
+            &["0 log[weak-as-strong, bad-buffer-object]"],
+        ]
+        .concat(),
+    );
+    let rust = on_rust(program, &[first.as_slice(), &["0"]].concat());
+    for snapshot in [c.snapshot(), rust.snapshot()] {
+        assert_eq!(
+            holds(&snapshot, 1).split(" nodes").next(),
+            Some("refs{1: p0:1 0/1}")
+        );
+    }
+}
+
+/// Arbitrary programs (a fixed pseudo-random sequence) run on every
+/// version without panicking, and after every step: no reference has both
+/// counts at 0, every reference to a live owner's node names a node in its
+/// tree, and (C, until a crash) a node in its owner's tree is referenced or
+/// has a count (Rust may keep a node 0 whose update waits).
+#[test]
+fn arbitrary_programs_keep_the_models_invariants() {
+    use idpool::driver::{Command, Object, Pid, RefCmd, Snapshot, Step};
+    use idpool::AllocSite;
+
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let check = |snapshot: &Snapshot, strict: bool| {
+        let refs = || snapshot.procs.iter().flat_map(|p| p.refs.values());
+        for r in refs() {
+            assert!(r.strong > 0 || r.weak > 0);
+            let owner = &snapshot.procs[r.node.owner.index()];
+            if owner.alive {
+                assert_eq!(owner.nodes[&r.node.ptr].serial, r.node.serial);
+            }
+        }
+        for (p, proc) in snapshot.procs.iter().enumerate() {
+            for (&ptr, n) in proc.nodes.iter().filter(|_| strict) {
+                let referenced = refs().any(|r| r.node.owner.index() == p && r.node.ptr == ptr);
+                assert!(n.strong > 0 || n.weak > 0 || referenced);
+            }
+        }
+    };
+    for _ in 0..300 {
+        let procs = 2 + next(3) as usize;
+        let euids: Vec<u32> = (0..procs).map(|_| 1000 * (next(5) / 4) as u32).collect();
+        let steps: Vec<(Step, Option<AllocSite>)> = (0..30)
+            .map(|_| {
+                let handle = |next: &mut dyn FnMut(u64) -> u64| next(4) as u32;
+                let command = match next(20) {
+                    0 | 1 => Command::SetManager,
+                    2..=6 => Command::Ref(RefCmd::ALL[next(4) as usize], handle(&mut next)),
+                    7..=11 => Command::Send {
+                        to: handle(&mut next),
+                        objects: (0..next(4))
+                            .map(|_| match next(2) {
+                                0 => Object::Node {
+                                    ptr: next(4),
+                                    strong: next(2) == 0,
+                                },
+                                _ => Object::Handle {
+                                    handle: handle(&mut next),
+                                    strong: next(2) == 0,
+                                },
+                            })
+                            .collect(),
+                    },
+                    12 | 13 => Command::Free,
+                    14 => Command::RequestDeath {
+                        handle: handle(&mut next),
+                        cookie: next(2),
+                    },
+                    15 => Command::ClearDeath {
+                        handle: handle(&mut next),
+                        cookie: next(2),
+                    },
+                    16 | 17 => Command::NodeInfo(handle(&mut next)),
+                    _ => Command::Exit,
+                };
+                let fail = [None, None, None, Some(AllocSite::Ref)][next(4) as usize];
+                let step = Step {
+                    pid: Pid(next(procs as u64) as u8),
+                    command,
+                };
+                (step, fail)
+            })
+            .collect();
+        for version in Version::ALL {
+            let mut c = COracle::new(&euids, version);
+            let mut rust = RustOracle::new(&euids, version);
+            let mut crashed = false;
+            for (step, fail) in &steps {
+                let obs = c.step(step, *fail);
+                crashed |= obs.log.contains(&idpool::driver::Log::Bug);
+                check(&c.snapshot(), !crashed);
+                rust.step(step, *fail);
+                check(&rust.snapshot(), false);
+            }
+        }
+    }
+}
