@@ -7,7 +7,7 @@
 //! count and maybe a death notification; it owns nodes by pointer; it holds
 //! the buffers of the transactions it read and has not freed, oldest
 //! first. A node's counts are not stored: they are counted from what
-//! holds the node whenever they are needed (see [`COracle::counts`]).
+//! holds the node whenever they are needed (see `COracle::counts`).
 //!
 //! # When the owner hears about its node
 //!
@@ -32,7 +32,7 @@
 //! whatever asked for it. The versions before "binder: fix descriptor
 //! lookup for context manager" give the manager's node 0 without looking
 //! and everyone else the first free bit of a map whose bit 0 is reserved;
-//! [`Version`]'s rules say how ([`COracle::pick_descriptor`]).
+//! [`Version`]'s rules say how (`COracle::pick_descriptor`).
 
 use super::{lowest_free, FailOnce, Oracle};
 use idpool::driver::{

@@ -8,7 +8,7 @@
 //! `drivers/android/binder/`, both as of Linux 7.3.4. Each file states its
 //! driver's rules on its own, with the upstream function (and line) each
 //! comes from, and pins the ones that matter most in its tests;
-//! [`examples`] runs short programs on both and spells out what each
+//! `examples` (a test module) runs short programs on both and spells out what each
 //! driver returns.
 //!
 //! # What both models leave out

@@ -6,7 +6,7 @@
 //! As for the C driver: processes hold references by handle (strong count,
 //! weak count, death notification), own nodes by pointer and hold the
 //! buffers they read; a node's counts are counted from what holds it
-//! ([`RustOracle::counts`]), here as the `NodeRef`s that hold it: each
+//! (`RustOracle::counts`), here as the `NodeRef`s that hold it: each
 //! reference contributes at most one strong and one weak count
 //! (`NodeRef::absorb`, node.rs:805; `NodeRef::update`, 858).
 //!
