@@ -3,9 +3,38 @@
 //! processes hold references (handle, node, strong and weak counts), nodes
 //! have owners and counts, and each rule is stated as the driver's user
 //! sees it. They never call into `idpool::driver`'s drivers.
+//!
+//! [`c::COracle`] models `drivers/android/binder.c` and [`rust::RustOracle`]
+//! `drivers/android/binder/`, both as of Linux 7.3.4. Each file states its
+//! driver's rules on its own, with the upstream function (and line) each
+//! comes from, and pins the ones that matter most in its tests;
+//! `examples` (a test module) runs short programs on both and spells out what each
+//! driver returns.
+//!
+//! # What both models leave out
+//!
+//! - Buffer space: every transaction is small and one-way, so neither
+//!   driver's allocator runs out of space or flags one-way spam within any
+//!   program of realistic length (C's spam check starts below a tenth of
+//!   the 1 MiB mapping free, thousands of held buffers away).
+//! - Log lines no [`Log`](idpool::driver::Log) kind names: the Rust
+//!   driver's `pr_warn!` "Read failure" that every drain's last, empty
+//!   non-blocking read prints (`Thread::write_read`, thread.rs:1663), and
+//!   its "Write failure" when a write fails (thread.rs:1646, only
+//!   `BC_INCREFS`/`BC_ACQUIRE 0` from the manager here); C's `pr_info`
+//!   "ioctl ... returned" is not a default-mask line either.
 
 use idpool::driver::{Observed, Snapshot, Step};
 use idpool::{AllocSite, Version};
+use std::collections::BTreeMap;
+
+pub mod c;
+#[cfg(test)]
+mod examples;
+pub mod rust;
+
+pub use c::COracle;
+pub use rust::RustOracle;
 
 /// A naive model of one driver.
 pub trait Oracle {
@@ -45,5 +74,124 @@ impl Oracle for Unmodelled {
     }
     fn enabled() -> bool {
         false
+    }
+}
+
+/// The failure planned for one command: its first allocation at the site
+/// fails, every other one succeeds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FailOnce(Option<AllocSite>);
+
+impl FailOnce {
+    pub(crate) fn new(site: Option<AllocSite>) -> Self {
+        FailOnce(site)
+    }
+
+    /// An allocation at `site` is made: whether it succeeds.
+    pub(crate) fn alloc(&mut self, site: AllocSite) -> bool {
+        if self.0 == Some(site) {
+            self.0 = None;
+            false
+        } else {
+            true
+        }
+    }
+}
+
+/// The smallest number at or above `from` that is not a key of `used`,
+/// found by trying `from`, `from + 1`, ... in turn.
+pub(crate) fn lowest_free<V>(used: &BTreeMap<u32, V>, from: u32) -> u32 {
+    (from..=u32::MAX)
+        .find(|n| !used.contains_key(n))
+        .expect("a process holds fewer than 2^32 references")
+}
+
+/// Running programs on a model, for the tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Oracle;
+    use idpool::driver::{Observed, Program, Snapshot, Step};
+    use idpool::{AllocSite, Version};
+
+    /// Runs `text` on a new model of `version`: a `procs` line, then one
+    /// step per line, which may end with `!ref`, `!grow` or `!shrink` (that
+    /// site's first allocation in the command fails). Returns the model and
+    /// one line per step ([`describe`]).
+    pub(crate) fn run<O: Oracle>(version: Version, text: &str) -> (O, Vec<String>) {
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let procs: Vec<&str> = lines.next().expect("a procs line").split(' ').collect();
+        assert_eq!(procs[0], "procs");
+        let euids = Program::parse_procs(&procs[1..]).expect("a procs line");
+        let mut model = O::new(&euids, version);
+        let observed = lines
+            .map(|line| {
+                let (line, fail) = match line.rsplit_once(" !") {
+                    Some((step, "ref")) => (step, Some(AllocSite::Ref)),
+                    Some((step, "grow")) => (step, Some(AllocSite::Grow)),
+                    Some((step, "shrink")) => (step, Some(AllocSite::Shrink)),
+                    Some((_, site)) => panic!("unknown site {site}"),
+                    None => (line, None),
+                };
+                let words: Vec<&str> = line.split(' ').collect();
+                let step = Step::parse_words(&words).expect("a step");
+                describe(&model.step(&step, fail))
+            })
+            .collect();
+        (model, observed)
+    }
+
+    /// One step's observation on one line: the return value, then what
+    /// each process read (`p1[...]`), then the log (`log[...]`).
+    pub(crate) fn describe(obs: &Observed) -> String {
+        let mut line = obs.ret.map_or("-".to_string(), |r| r.to_string());
+        for (p, reads) in obs.reads.iter().enumerate() {
+            if !reads.is_empty() {
+                let reads: Vec<String> = reads.iter().map(ToString::to_string).collect();
+                line += &format!(" p{p}[{}]", reads.join(", "));
+            }
+        }
+        if !obs.log.is_empty() {
+            let log: Vec<String> = obs.log.iter().map(ToString::to_string).collect();
+            line += &format!(" log[{}]", log.join(", "));
+        }
+        line
+    }
+
+    /// What process `p` holds, on one line: `refs{handle: node strong/weak
+    /// [death cookie]} nodes{ptr: #serial strong/weak told} buffers n`,
+    /// `told` being `s` and `w` for what the owner was told, `-` for
+    /// nothing. A dead process is `dead`.
+    pub(crate) fn holds(snapshot: &Snapshot, p: usize) -> String {
+        let proc = &snapshot.procs[p];
+        if !proc.alive {
+            return "dead".to_string();
+        }
+        let refs: Vec<String> = proc
+            .refs
+            .iter()
+            .map(|(h, r)| {
+                let death = r.death.map_or(String::new(), |c| format!(" death {c}"));
+                format!("{h}: {} {}/{}{death}", r.node, r.strong, r.weak)
+            })
+            .collect();
+        let nodes: Vec<String> = proc
+            .nodes
+            .iter()
+            .map(|(ptr, n)| {
+                let told = match (n.has_strong, n.has_weak) {
+                    (true, true) => "sw",
+                    (true, false) => "s",
+                    (false, true) => "w",
+                    (false, false) => "-",
+                };
+                format!("{ptr}: #{} {}/{} {told}", n.serial, n.strong, n.weak)
+            })
+            .collect();
+        format!(
+            "refs{{{}}} nodes{{{}}} buffers {}",
+            refs.join(", "),
+            nodes.join(", "),
+            proc.buffers
+        )
     }
 }
