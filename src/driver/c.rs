@@ -253,6 +253,10 @@ impl CDriver {
         } else {
             self.command(step.pid, &step.command, windows)
         };
+        if let (Ret::Err(e), false) = (ret, self.crashed) {
+            // binder_ioctl's `err:` line.
+            self.log.push(Log::IoctlFailed(e));
+        }
         observed.ret = Some(ret);
         let mut log = std::mem::take(&mut self.log);
         if !self.crashed {
@@ -1140,7 +1144,7 @@ impl CDriver {
             let has_work = p.process_todo || (wait_for_proc_work && !p.todo.is_empty());
             if !has_work {
                 if retried {
-                    self.log.push(Log::ReadAgain);
+                    self.log.push(Log::IoctlFailed(Errno::Again));
                 }
                 return None;
             }

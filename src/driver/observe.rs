@@ -296,10 +296,15 @@ pub enum Log {
     /// A non-blocking read found work to do and did none, and would retry
     /// forever.
     ReadLivelock,
-    /// A read failed with `EAGAIN` after `poll` said there was work: the
-    /// work there was produced nothing to return (both drivers log every
-    /// failed read).
-    ReadAgain,
+    /// The ioctl failed with this errno and the driver logged it: C's
+    /// `binder_ioctl` logs every failure but `EINTR`; Rust logs a failed
+    /// `BINDER_WRITE_READ` ("Write failure", "Read failure"). A read that
+    /// `poll` announced but whose work produced nothing to return fails
+    /// with `EAGAIN` in both.
+    IoctlFailed(Errno),
+    /// The Rust driver could not allocate the target's buffer (its process
+    /// is gone): "Failed to allocate buffer".
+    BufferAllocFailed,
 }
 
 impl fmt::Display for Log {
@@ -315,6 +320,7 @@ impl fmt::Display for Log {
                 )
             }
             Log::TransactionToInvalidHandle(h) => write!(f, "transaction-to-invalid-handle {h}"),
+            Log::IoctlFailed(e) => write!(f, "ioctl-failed {e}"),
             Log::ObjectInvalidHandle(h) => write!(f, "object-invalid-handle {h}"),
             Log::DeathInvalidRef { request } => write!(
                 f,
@@ -364,7 +370,8 @@ impl Log {
             Log::UndeliveredDeath => "undelivered-death",
             Log::UnexpectedWork => "unexpected-work",
             Log::ReadLivelock => "read-livelock",
-            Log::ReadAgain => "read-again",
+            Log::IoctlFailed(_) => "ioctl-failed",
+            Log::BufferAllocFailed => "buffer-alloc-failed",
         }
     }
 }

@@ -305,7 +305,11 @@ impl RustDriver {
             Command::Ref(cmd, handle) => {
                 match self.update_ref(pid, *handle, cmd.increment(), cmd.strong(), windows) {
                     Ok(()) => Ret::Ok,
-                    Err(e) => Ret::Err(e),
+                    Err(e) => {
+                        // Thread::write_read's "Write failure".
+                        self.log.push(Log::IoctlFailed(e));
+                        Ret::Err(e)
+                    }
                 }
             }
             Command::Send { to, objects } => {
@@ -998,6 +1002,7 @@ impl RustDriver {
         let target = self.nodes[node_ref.node].owner;
         // copy_transaction_data: the buffer first.
         if self.procs[target.index()].unmapped {
+            self.log.push(Log::BufferAllocFailed);
             self.drop_node_ref(node_ref);
             return Err(BinderError::dead());
         }
@@ -1182,7 +1187,7 @@ impl RustDriver {
         if out.is_empty() {
             // Nothing written: EAGAIN, which `Thread::write_read` logs
             // ("Read failure").
-            self.log.push(Log::ReadAgain);
+            self.log.push(Log::IoctlFailed(Errno::Again));
             return None;
         }
         Some(out)

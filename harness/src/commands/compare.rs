@@ -411,14 +411,18 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
                 | Log::ObjectInvalidHandle(_)
                 | Log::DeadProcess
                 | Log::UnexpectedWork
-                | Log::ReadAgain
+                | Log::IoctlFailed(_)
                 | Log::BadBufferObject
         )
     };
     let rust_only_ok = |l: &Log| {
         matches!(
             l,
-            Log::CopyFailed | Log::TranslateFailed | Log::RefcountUnderflow | Log::ReadAgain
+            Log::CopyFailed
+                | Log::TranslateFailed
+                | Log::RefcountUnderflow
+                | Log::IoctlFailed(Errno::Again)
+                | Log::BufferAllocFailed
         )
     };
     c_left.into_iter().all(c_only_ok) && rust_left.into_iter().all(rust_only_ok)

@@ -25,12 +25,12 @@ use crate::Events;
 
 /// Runs `program` on both drivers with every check.
 pub fn run(program: &CmdProgram) -> Checked<Events> {
-    run::run_with::<oracle::Unmodelled, oracle::Unmodelled>(program)
+    run::run_with::<oracle::c::COracle, oracle::rust::RustOracle>(program)
 }
 
 /// Runs `program` with every check; a known difference between the
 /// drivers comes back beside the run's events (for the smoke test and the
 /// seed corpus, which count what every run reached).
 pub fn run_counting(program: &CmdProgram) -> Checked<(Events, Option<Box<crate::check::Failure>>)> {
-    run::run_counting::<oracle::Unmodelled, oracle::Unmodelled>(program)
+    run::run_counting::<oracle::c::COracle, oracle::rust::RustOracle>(program)
 }

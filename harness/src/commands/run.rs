@@ -539,7 +539,17 @@ fn against_model<O: Oracle>(
         );
         return Err(failure(program, i, Check::Reads, flavour, what));
     }
-    if expected.log != actual.log {
+    // Which no-op work a driver queues (a node's work that finds nothing
+    // to say) is not in the naive models: the read `poll` announced and
+    // that failed with EAGAIN is left to the real drivers to check.
+    let noop = |l: &&idpool::driver::Log| {
+        **l != idpool::driver::Log::IoctlFailed(idpool::driver::Errno::Again)
+    };
+    let (el, al): (Vec<_>, Vec<_>) = (
+        expected.log.iter().filter(noop).collect(),
+        actual.log.iter().filter(noop).collect(),
+    );
+    if el != al {
         let what = format!("log: model {:?}, driver {:?}", expected.log, actual.log);
         return Err(failure(program, i, Check::KernelLog, flavour, what));
     }

@@ -201,6 +201,10 @@ impl Oracle for COracle {
         };
         match ret {
             Ok(ret) => {
+                if let Ret::Err(e) = ret {
+                    // binder_ioctl logs every failed ioctl (binder.c:6001).
+                    obs.log.push(Log::IoctlFailed(e));
+                }
                 obs.ret = Some(ret);
                 self.drain(&mut obs);
             }
@@ -675,8 +679,8 @@ impl COracle {
         };
         let receiver = self.nodes[target].owner;
         let mut carried = Vec::new();
-        for object in objects {
-            match self.translate(p, receiver, *object, fail, log)? {
+        for object in objects.iter().flat_map(Object::expand) {
+            match self.translate(p, receiver, object, fail, log)? {
                 Some(c) => carried.push(c),
                 None => {
                     log.push(Log::TranslateFailed);
@@ -716,6 +720,7 @@ impl COracle {
         log: &mut Vec<Log>,
     ) -> Result<Option<Carried>, Stop> {
         let (n, strong) = match object {
+            Object::Nodes { .. } => unreachable!("runs are expanded"),
             Object::Node { ptr, strong } => (self.node_for(p, ptr), strong),
             Object::Handle { handle, strong } => match self.lookup(p, handle, strong, log) {
                 Some(r) => (r.node, strong),

@@ -192,6 +192,11 @@ impl Oracle for RustOracle {
                 Ret::Ok
             }
         };
+        if let (Command::Ref(..), Ret::Err(e)) = (&step.command, ret) {
+            // A failed BINDER_WRITE_READ is logged ("Write failure",
+            // thread.rs:1646); the other ioctls fail silently.
+            obs.log.push(Log::IoctlFailed(e));
+        }
         obs.ret = Some(ret);
         self.drain(&mut obs);
         obs.normalise();
@@ -540,15 +545,15 @@ impl RustOracle {
         };
         let receiver = self.nodes[target].owner;
         if !self.procs[receiver].alive {
-            log.push(Log::DeadProcess);
+            log.push(Log::BufferAllocFailed);
             return self.procs[p].inbox.push(Br::DeadReply);
         }
         let mut carried = Vec::new();
-        for object in objects {
-            match self.translate(p, receiver, *object, fail, log) {
+        for object in objects.iter().flat_map(Object::expand) {
+            match self.translate(p, receiver, object, fail, log) {
                 Some(c) => carried.push(c),
                 None => {
-                    log.extend([Log::TranslateFailed, Log::TranslateFailed]);
+                    log.extend([Log::TranslateFailed, Log::CopyFailed]);
                     self.release_objects(receiver, &carried, fail, log);
                     return self.fail_send(p, log);
                 }
@@ -583,6 +588,7 @@ impl RustOracle {
         log: &mut Vec<Log>,
     ) -> Option<Carried> {
         let (n, strong) = match object {
+            Object::Nodes { .. } => unreachable!("runs are expanded"),
             Object::Node { ptr, strong } => (self.node_for(p, ptr), strong),
             Object::Handle { handle, strong } => {
                 let r = *self.procs[p].refs.get(&handle)?;
