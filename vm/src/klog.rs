@@ -91,6 +91,38 @@ fn log(l: Log) -> Option<Class> {
     Some(Class::Log(l))
 }
 
+/// The errno numbered `n`, when it is one the models name.
+fn errno(n: i128) -> Option<idpool::driver::Errno> {
+    idpool::driver::Errno::from_code(i32::try_from(n).ok()?)
+}
+
+/// A kernel `Error`'s debug text: `EINVAL`, or `Error(22)` for one the
+/// kernel crate does not name.
+fn rust_errno(text: &str) -> Option<idpool::driver::Errno> {
+    match text
+        .strip_prefix("Error(")
+        .and_then(|t| t.strip_suffix(')'))
+    {
+        Some(n) => errno(n.parse().ok()?),
+        None => idpool::driver::Errno::from_name(text),
+    }
+}
+
+/// What an "undelivered ..." line of either driver reports, by its words.
+fn undelivered(rest: &str) -> Option<Class> {
+    if rest.starts_with("transaction ") {
+        log(Log::UndeliveredTransaction)
+    } else if rest.starts_with("TRANSACTION_COMPLETE") {
+        log(Log::UndeliveredComplete)
+    } else if rest.starts_with("TRANSACTION_ERROR") {
+        log(Log::UndeliveredError)
+    } else if rest.starts_with("death notification") {
+        log(Log::UndeliveredDeath)
+    } else {
+        Some(Class::Known("undelivered-work"))
+    }
+}
+
 /// The C driver's lines (`drivers/android/binder.c`, 7.3), by function.
 pub const C_TABLE: &[(&str, Make)] = &[
     // binder_thread_write, BC_INCREFS..BC_DECREFS on handle 0
@@ -142,17 +174,15 @@ pub const C_TABLE: &[(&str, Make)] = &[
         |_| log(Log::TransactionFailed),
     ),
     ("%d:%d translate handle failed", |_| {
-        Some(Class::Known("translate-handle-failed"))
+        log(Log::TranslateFailed)
     }),
     ("%d:%d translate binder failed", |_| {
-        Some(Class::Known("translate-binder-failed"))
+        log(Log::TranslateFailed)
     }),
     ("%d:%d self transactions not allowed", |_| {
         Some(Class::Known("self-transaction"))
     }),
-    ("%d:%d %s process or thread", |_| {
-        Some(Class::Known("dead-target"))
-    }),
+    ("%d:%d %s process or thread", |_| log(Log::DeadProcess)),
     ("%d:%d cannot allocate %*", |_| {
         Some(Class::Known("transaction-alloc-failed"))
     }),
@@ -218,11 +248,20 @@ pub const C_TABLE: &[(&str, Make)] = &[
         |_| log(Log::NodeInfoBadArgs),
     ),
     // binder_ioctl, any failed ioctl (plain pr_info, no rate limit)
-    ("%d:%d ioctl %x %x returned %d", |_| {
-        Some(Class::Known("ioctl-failed"))
+    ("%d:%d ioctl %x %x returned %d", |c| {
+        log(Log::IoctlFailed(errno(-c[4].num()?)?))
     }),
     // binder_release_work, binder_thread_release (dead transactions)
-    ("undelivered %*", |_| Some(Class::Known("undelivered-work"))),
+    ("undelivered %*", |c| undelivered(c[0].text())),
+    ("transaction release %d bad handle %d, ret = %d", |_| {
+        log(Log::BadBufferObject)
+    }),
+    ("transaction release %d bad node %x", |_| {
+        log(Log::BadBufferObject)
+    }),
+    ("unexpected work type, %d, not freed", |_| {
+        log(Log::UnexpectedWork)
+    }),
     ("release %d:%d transaction %d %s, still active", |_| {
         Some(Class::Known("release-active-transaction"))
     }),
@@ -266,7 +305,18 @@ pub const RUST_TABLE: &[(&str, Make)] = &[
         log(Log::TransactionFailed)
     }),
     ("%d:%d error while translating object: %*", |_| {
-        Some(Class::Known("translate-failed"))
+        log(Log::TranslateFailed)
+    }),
+    ("Failed to allocate buffer. len:%d, is_oneway:%s", |_| {
+        log(Log::BufferAllocFailed)
+    }),
+    ("%d:%d performed invalid %s decrement on ref", |c| {
+        log(Log::InvalidDecrement {
+            strong: c[2].text() == "strong",
+        })
+    }),
+    ("%d:%d inc_ref_done called when no active inc_refs", |_| {
+        log(Log::IncRefDoneUnexpected)
     }),
     // Process::request_death, Process::clear_death
     ("%d:%d %s invalid ref %d", |c| match c[2].text() {
@@ -287,18 +337,16 @@ pub const RUST_TABLE: &[(&str, Make)] = &[
         |_| log(Log::DeathCookieMismatch),
     ),
     // Process::deferred_release and the work it drops
-    ("%d: undelivered %*", |_| {
-        Some(Class::Known("undelivered-work"))
-    }),
+    ("%d: undelivered %*", |c| undelivered(c[1].text())),
     // Thread::write_read
-    ("Write failure %s in pid:%d", |_| {
-        Some(Class::Known("write-failure"))
+    ("Write failure %s in pid:%d", |c| {
+        log(Log::IoctlFailed(rust_errno(c[0].text())?))
     }),
-    ("Read failure %s in pid:%d", |_| {
-        Some(Class::Known("read-failure"))
+    ("Read failure %s in pid:%d", |c| {
+        log(Log::IoctlFailed(rust_errno(c[0].text())?))
     }),
     ("Failure in copy_transaction_data: %*", |_| {
-        Some(Class::Known("copy-transaction-data-failed"))
+        log(Log::CopyFailed)
     }),
     ("Notification added to `delivered_deaths` twice.", |_| {
         Some(Class::Known("death-delivered-twice"))

@@ -319,25 +319,39 @@ fn ret_rule(step: &Step, c: Option<Ret>, rust: Option<Ret>) -> Option<&'static R
     node_info.then(|| rule("node-info"))
 }
 
-/// Finding 0001: the reads differ only in the handle a transaction's
-/// object was given, 0 under C and another under Rust.
+/// Finding 0001: the reads differ only in the handles transactions'
+/// objects were given, one of them 0 under C and another under Rust (the
+/// handles after it shift with it).
 fn manager_handle(c: &[Br], rust: &[Br]) -> bool {
-    let ([Br::Transaction(oc)], [Br::Transaction(or)]) = (c, rust) else {
+    if c.len() != rust.len() {
         return false;
-    };
-    oc.len() == or.len()
-        && oc.iter().zip(or).any(|(a, b)| {
-            matches!(
-                (a, b),
-                (
-                    Received::Handle { handle: 0, strong: s1 },
-                    Received::Handle { handle: h, strong: s2 },
-                ) if *h != 0 && s1 == s2
-            )
-        })
-        && oc.iter().zip(or).all(|(a, b)| {
-            a == b || matches!((a, b), (Received::Handle { .. }, Received::Handle { .. }))
-        })
+    }
+    let mut zero_against_other = false;
+    for (a, b) in c.iter().zip(rust) {
+        match (a, b) {
+            (Br::Transaction(oc), Br::Transaction(or)) if oc.len() == or.len() => {
+                for (x, y) in oc.iter().zip(or) {
+                    match (x, y) {
+                        (
+                            Received::Handle {
+                                handle: hc,
+                                strong: s1,
+                            },
+                            Received::Handle {
+                                handle: hr,
+                                strong: s2,
+                            },
+                        ) if s1 == s2 => zero_against_other |= *hc == 0 && *hr != 0,
+                        _ if x == y => {}
+                        _ => return false,
+                    }
+                }
+            }
+            _ if a == b => {}
+            _ => return false,
+        }
+    }
+    zero_against_other
 }
 
 /// Finding 0001 in the references held (the transaction that made them
@@ -419,6 +433,7 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
         matches!(
             l,
             Log::CopyFailed
+                | Log::InvalidDecrement { .. }
                 | Log::TranslateFailed
                 | Log::RefcountUnderflow
                 | Log::IoctlFailed(Errno::Again)

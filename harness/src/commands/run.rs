@@ -446,53 +446,67 @@ fn compare_group(
         }
         return Ok(true);
     }
+    // Every difference of the group, each with the step it is about.
+    let mut diffs: Vec<(usize, Diff)> = Vec::new();
     for (i, c_obs) in oc {
-        let Some((_, r_obs)) = or.iter().find(|(j, _)| j == i) else {
-            continue;
-        };
-        if let Some(diff) = compare::ret(c_obs, r_obs) {
-            go_on &= classify(program, *i, &diff, known, events)?;
+        if let Some((_, r_obs)) = or.iter().find(|(j, _)| j == i) {
+            diffs.extend(compare::ret(c_obs, r_obs).map(|d| (*i, d)));
         }
     }
-    let diffs = compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o));
-    for diff in diffs.into_iter().chain(compare::states(sc, sr)) {
-        if !go_on {
-            break;
+    let group = compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o));
+    diffs.extend(
+        group
+            .into_iter()
+            .chain(compare::states(sc, sr))
+            .map(|d| (first, d)),
+    );
+    // A step's plan is the group's: a difference of a step run in the
+    // window of a step whose allocation failed is that failure's.
+    let leader = program.plans[first];
+    let explained: Vec<Option<&'static Rule>> = diffs
+        .iter()
+        .map(|(i, d)| {
+            compare::explain(&program.program.steps[*i], leader, d)
+                .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
+        })
+        .collect();
+    // Within a group the steps interleave: once one difference is a finding
+    // after which the states diverge, the group's other differences follow
+    // from it.
+    let diverging = explained.iter().flatten().find(|r| r.diverges).copied();
+    for ((i, diff), rule) in diffs.iter().zip(explained) {
+        match rule.or(diverging) {
+            Some(rule) => go_on &= settle_difference(program, *i, diff, rule, known, events),
+            None => {
+                let what = format!("{diff:?}");
+                return Err(failure(
+                    program,
+                    *i,
+                    Check::DriversDiffer,
+                    "c-vs-rust",
+                    what,
+                ));
+            }
         }
-        go_on &= classify(program, first, &diff, known, events)?;
     }
     Ok(go_on)
 }
 
-/// One difference: explained by a rule (a known finding is kept, and
-/// retires the comparison when the states diverge), or a new difference.
-fn classify(
+/// A difference a rule explains: counted; a finding is kept as the run's
+/// known failure (a log line's is not); whether to go on comparing.
+fn settle_difference(
     program: &CmdProgram,
     i: usize,
     diff: &Diff,
+    rule: &'static Rule,
     known: &mut Known,
     events: &mut Events,
-) -> Checked<bool> {
-    let what = || format!("{diff:?}");
-    let step = &program.program.steps[i];
-    match compare::explain(step, program.plans[i], diff) {
-        None => Err(failure(
-            program,
-            i,
-            Check::DriversDiffer,
-            "c-vs-rust",
-            what(),
-        )),
-        Some(rule) => {
-            events.drivers_differ += 1;
-            // A log line or an intended difference passes; a finding is
-            // kept as the run's known failure.
-            if matches!(rule.kind, Kind::Finding(_)) && !matches!(diff, Diff::Log { .. }) {
-                known.keep(difference(program, i, rule, what()));
-            }
-            Ok(!rule.diverges)
-        }
+) -> bool {
+    events.drivers_differ += 1;
+    if matches!(rule.kind, Kind::Finding(_)) && !matches!(diff, Diff::Log { .. }) {
+        known.keep(difference(program, i, rule, format!("{diff:?}")));
     }
+    !rule.diverges
 }
 
 /// The failure a known difference between the drivers is.
