@@ -86,9 +86,15 @@ fn c_observations_of_the_manager_traces() {
     let runs = runs(Driver::C, "c-7.3.4-examples.jsonl");
     let t = trace(&runs, "01-");
     assert_eq!(t.steps[1].observed.ret, Some(Ret::Err(Errno::Busy)));
-    assert_eq!(t.steps[1].observed.log, [Log::ManagerAlreadySet]);
+    assert_eq!(
+        t.steps[1].observed.log,
+        [Log::ManagerAlreadySet, Log::IoctlFailed(Errno::Busy)]
+    );
     assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Inval)));
-    assert_eq!(t.steps[2].observed.log, [Log::ManagerAcquiresZero]);
+    assert_eq!(
+        t.steps[2].observed.log,
+        [Log::ManagerAcquiresZero, Log::IoctlFailed(Errno::Inval)]
+    );
     // A one-way send: the sender reads BR_TRANSACTION_COMPLETE and the
     // driver's BR_INCREFS/BR_ACQUIRE for its new node; the manager the
     // transaction with its new handle.
@@ -110,7 +116,10 @@ fn c_observations_of_the_manager_traces() {
 
     let t = trace(&runs, "02-");
     assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Perm)));
-    assert_eq!(t.steps[2].observed.log, [Log::ManagerBadUid]);
+    assert_eq!(
+        t.steps[2].observed.log,
+        [Log::ManagerBadUid, Log::IoctlFailed(Errno::Perm)]
+    );
     assert_eq!(t.steps[3].observed.ret, Some(Ret::Ok));
 
     let t = trace(&runs, "07-");
@@ -144,7 +153,10 @@ fn c_observations_of_deaths_node_info_and_queues() {
     );
     assert_eq!(t.steps[5].observed.ret, Some(Ret::Err(Errno::Perm)));
     assert_eq!(t.steps[6].observed.ret, Some(Ret::Err(Errno::Inval)));
-    assert_eq!(t.steps.last().unwrap().observed.log, [Log::WeakAsStrong]);
+    assert_eq!(
+        t.steps.last().unwrap().observed.log,
+        [Log::WeakAsStrong, Log::IoctlFailed(Errno::Inval)]
+    );
 
     let t = trace(&runs, "11-");
     assert_eq!(t.steps[0].observed.reads[1], [Br::DeadReply]);
@@ -168,10 +180,10 @@ fn rust_differs_where_it_does() {
     let t = trace(&runs, "01-");
     assert_eq!(t.steps[1].observed.ret, Some(Ret::Err(Errno::Busy)));
     assert_eq!(t.steps[1].observed.log, [Log::ManagerAlreadySet]);
-    // No log line for the manager's BC_INCREFS 0, and the manager's node
-    // has no weak count.
+    // Only the failed BINDER_WRITE_READ's line ("Write failure") for the
+    // manager's BC_INCREFS 0, and the manager's node has no weak count.
     assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Inval)));
-    assert!(t.steps[2].observed.log.is_empty());
+    assert_eq!(t.steps[2].observed.log, [Log::IoctlFailed(Errno::Inval)]);
     assert_eq!(t.steps[0].snapshot.procs[0].nodes[&0].weak, 0);
     // The refused set-manager left a node with pointer 0 in p1.
     assert!(t.steps[1].snapshot.procs[1].nodes.contains_key(&0));
@@ -284,6 +296,7 @@ fn every_captured_log_line_is_classified() {
                 "death-not-active",
                 "got-other-handle",
                 "invalid-ref",
+                "ioctl-failed",
                 "manager-acquires-zero",
                 "manager-already-set",
                 "manager-bad-uid",
@@ -292,17 +305,23 @@ fn every_captured_log_line_is_classified() {
                 "transaction-failed",
                 "transaction-to-invalid-handle",
                 "transaction-to-own-manager",
+                "translate-failed",
+                "undelivered-transaction",
                 "weak-as-strong",
             ],
             Driver::Rust => &[
+                "copy-failed",
                 "death-already-set",
                 "death-cookie-mismatch",
                 "death-invalid-ref",
                 "death-not-active",
                 "invalid-ref",
+                "ioctl-failed",
                 "manager-already-set",
                 "transaction-failed",
                 "transaction-to-invalid-handle",
+                "translate-failed",
+                "undelivered-transaction",
                 "weak-as-strong",
             ],
         };
@@ -323,7 +342,7 @@ fn log_lines_of_each_table() {
     );
     assert_eq!(
         c("<6>[    1.0] binder_linux: 91:91 ioctl 40046207 7ffd63d4b830 returned -16"),
-        Class::Known("ioctl-failed")
+        Class::Log(Log::IoctlFailed(Errno::Busy))
     );
     assert_eq!(
         c("<4>[    9.1] binder_user_error: 4 callbacks suppressed"),

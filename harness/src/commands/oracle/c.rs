@@ -1020,7 +1020,10 @@ mod tests {
             p1 send 1 node 0
             p0 increfs 0",
         );
-        assert_eq!(got[1], "EINVAL log[manager-acquires-zero]");
+        assert_eq!(
+            got[1],
+            "EINVAL log[manager-acquires-zero, ioctl-failed EINVAL]"
+        );
         assert_eq!(
             got[3],
             "0 p0[transaction handle 0] p1[transaction-complete]"
@@ -1126,8 +1129,8 @@ mod tests {
         );
         assert_eq!(got[5], "strong 2 weak 1");
         assert_eq!(got[7], "strong 1 weak 0");
-        assert_eq!(got[8], "EPERM");
-        assert_eq!(got[9], "EINVAL");
+        assert_eq!(got[8], "EPERM log[ioctl-failed EPERM]");
+        assert_eq!(got[9], "EINVAL log[ioctl-failed EINVAL]");
     }
 
     /// `binder_node_release` (6211): the dying owner's node keeps only the

@@ -70,12 +70,19 @@ fn increfs_zero_from_the_manager_itself_is_einval() {
         program,
         &[
             "0",
-            "EINVAL log[manager-acquires-zero]",
-            "EINVAL log[manager-acquires-zero]",
+            "EINVAL log[manager-acquires-zero, ioctl-failed EINVAL]",
+            "EINVAL log[manager-acquires-zero, ioctl-failed EINVAL]",
         ],
     );
-    // Silent, but for the `pr_warn!` "Write failure" no Log kind names.
-    on_rust(program, &["0", "EINVAL", "EINVAL"]);
+    // Only the `pr_warn!` of the failed BINDER_WRITE_READ ("Write failure").
+    on_rust(
+        program,
+        &[
+            "0",
+            "EINVAL log[ioctl-failed EINVAL]",
+            "EINVAL log[ioctl-failed EINVAL]",
+        ],
+    );
 }
 
 #[test]
@@ -208,9 +215,9 @@ fn node_info_on_a_weak_only_reference_and_on_a_missing_handle() {
         &[
             first[0],
             first[1],
-            "EINVAL log[weak-as-strong]",
-            "EINVAL",
-            "EPERM",
+            "EINVAL log[weak-as-strong, ioctl-failed EINVAL]",
+            "EINVAL log[ioctl-failed EINVAL]",
+            "EPERM log[ioctl-failed EPERM]",
         ],
     );
     on_rust(
@@ -309,7 +316,7 @@ fn a_failed_set_manager_leaves_a_node_0_in_rust_only() {
         &[
             first[0],
             first[1],
-            first[2],
+            "EBUSY log[manager-already-set, ioctl-failed EBUSY]",
             "0 p1[decrefs 0]",
             "0 p0[transaction] p1[transaction-complete]",
         ],
@@ -345,7 +352,10 @@ fn a_second_manager_of_another_euid() {
         p0 set-manager
         p0 exit
         p1 set-manager";
-    on_c(program, &["0", "0", "EPERM log[manager-bad-uid]"]);
+    on_c(
+        program,
+        &["0", "0", "EPERM log[manager-bad-uid, ioctl-failed EPERM]"],
+    );
     on_rust(program, &["0", "0", "EPERM"]);
 }
 
@@ -376,8 +386,8 @@ fn transactions_that_fail_and_what_each_driver_logs() {
             "0",
             "0 p1[failed-reply] log[transaction-failed]",
             "0 p0[failed-reply] log[transaction-to-invalid-handle 5, transaction-failed]",
-            "0 p0[failed-reply] log[transaction-failed, translate-failed, translate-failed]",
-            "0 p0[failed-reply] log[transaction-failed, translate-failed, translate-failed]",
+            "0 p0[failed-reply] log[transaction-failed, translate-failed, copy-failed]",
+            "0 p0[failed-reply] log[transaction-failed, translate-failed, copy-failed]",
         ],
     );
 }

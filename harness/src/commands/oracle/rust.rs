@@ -889,7 +889,10 @@ mod tests {
             p1 increfs 0
             p2 increfs 0";
         let (model, got) = rust(program);
-        assert_eq!(got[4..], ["0", "skipped", "EINVAL"]);
+        assert_eq!(
+            got[4..],
+            ["0", "skipped", "EINVAL log[ioctl-failed EINVAL]"]
+        );
         assert_eq!(
             holds(&model.snapshot(), 0),
             "refs{0: p1:0 0/1} nodes{} buffers 0"
@@ -897,7 +900,11 @@ mod tests {
         let (model, got) = run::<COracle>(Version::CMainline, program);
         assert_eq!(
             got[4..],
-            ["0", "skipped", "EINVAL log[manager-acquires-zero]"]
+            [
+                "0",
+                "skipped",
+                "EINVAL log[manager-acquires-zero, ioctl-failed EINVAL]"
+            ]
         );
         assert_eq!(
             holds(&model.snapshot(), 0),
@@ -1060,7 +1067,7 @@ mod tests {
             p0 exit
             p1 send 1";
         let (_, got) = rust(program);
-        assert_eq!(got[3], "0 p1[dead-reply] log[dead-process]");
+        assert_eq!(got[3], "0 p1[dead-reply] log[buffer-alloc-failed]");
         let (_, got) = run::<COracle>(Version::CMainline, program);
         assert_eq!(
             got[3],
