@@ -48,6 +48,10 @@ enum Command {
         /// Which real drivers.
         #[arg(long, value_enum, default_value = "both")]
         driver: real::Which,
+        /// Run a program that names a historical version on mainline (the
+        /// real kernels are mainline) instead of skipping it.
+        #[arg(long)]
+        mainline: bool,
     },
     /// Replay an input step by step, allocator beside model; exit 1 if it fails.
     Repro {
@@ -131,7 +135,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Repro { file, target } => repro(&file, target.as_deref()),
-        Command::RealKernel { paths, driver } => real::run(&paths, driver),
+        Command::RealKernel {
+            paths,
+            driver,
+            mainline,
+        } => real::run(&paths, driver, mainline),
         Command::Minimize {
             file,
             target,

@@ -74,7 +74,7 @@ fn rust_kernel(root: &Path) -> Result<Kernel, String> {
 /// run on a real kernel are returned apart with the reason.
 type Loaded = (Vec<(String, Program)>, Vec<(String, String)>);
 
-fn load(paths: &[PathBuf]) -> Result<Loaded, String> {
+fn load(paths: &[PathBuf], mainline: bool) -> Result<Loaded, String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -116,6 +116,11 @@ fn load(paths: &[PathBuf]) -> Result<Loaded, String> {
         } else {
             CmdProgram::decode(&bytes)
         };
+        let mut program = program;
+        if mainline {
+            program.c = idpool::Version::CMainline;
+            program.rust = idpool::Version::RustMainline;
+        }
         if !program.is_mainline() {
             skipped.push((name, "names a version other than mainline".into()));
         } else if program.planned() {
@@ -186,10 +191,11 @@ fn print_drivers(name: &str, c: &TraceRun, rust: &TraceRun) {
     }
 }
 
-/// Replays every program under `paths` on the real drivers `which`.
-pub fn run(paths: &[PathBuf], which: Which) -> Result<ExitCode, String> {
+/// Replays every program under `paths` on the real drivers `which`
+/// (`mainline`: a program naming a historical version runs on mainline).
+pub fn run(paths: &[PathBuf], which: Which, mainline: bool) -> Result<ExitCode, String> {
     let root = workspace();
-    let (programs, skipped) = load(paths)?;
+    let (programs, skipped) = load(paths, mainline)?;
     for (name, why) in &skipped {
         println!("{name}: skipped: {why}");
     }
