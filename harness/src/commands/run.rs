@@ -92,7 +92,7 @@ struct Group<'p> {
     failed: bool,
     outer: Pid,
     /// (index, step, site, its observation once run).
-    nested: Vec<(usize, &'p Step, AllocSite, Option<Observed>)>,
+    nested: Vec<(usize, &'p Step, AllocSite, Option<(Observed, Snapshot)>)>,
 }
 
 impl<D: Side> Windows<D> for Group<'_> {
@@ -122,19 +122,21 @@ impl<D: Side> Windows<D> for Group<'_> {
                 waiting.push(step.pid);
                 continue;
             }
-            *seen = Some(driver.exec(step, &[outer], &mut idpool::driver::Sequential));
+            let o = driver.exec(step, &[outer], &mut idpool::driver::Sequential);
+            *seen = Some((o, driver.snapshot()));
         }
     }
 }
 
-/// One top-level step and the steps in its windows, on one driver: each
-/// step's observation by index, in the order they finished.
-fn run_group<D: Side>(
-    driver: &mut D,
-    program: &CmdProgram,
-    first: usize,
-    end: usize,
-) -> Vec<(usize, Observed)> {
+/// What the steps of a group showed, in the order they finished: each
+/// step's observation, and the state right after it.
+struct Ran {
+    observed: Vec<(usize, Observed)>,
+    states: Vec<(usize, Snapshot)>,
+}
+
+/// One top-level step and the steps in its windows, on one driver.
+fn run_group<D: Side>(driver: &mut D, program: &CmdProgram, first: usize, end: usize) -> Ran {
     let steps = &program.program.steps;
     let mut group = Group {
         fail: program.plans[first].fail,
@@ -148,21 +150,29 @@ fn run_group<D: Side>(
             .collect(),
     };
     let outer = driver.exec(&steps[first], &[], &mut group);
-    let mut done: Vec<(usize, Observed)> = Vec::new();
+    let mut ran = Ran {
+        observed: Vec::new(),
+        states: Vec::new(),
+    };
     let mut late = Vec::new();
     for (i, step, _, seen) in group.nested {
         match seen {
-            Some(o) => done.push((i, o)),
+            Some((o, state)) => {
+                ran.observed.push((i, o));
+                ran.states.push((i, state));
+            }
             None => late.push((i, step)),
         }
     }
-    done.push((first, outer));
+    ran.observed.push((first, outer));
+    ran.states.push((first, driver.snapshot()));
     // A window never opened: the step runs after.
     for (i, step) in late {
         let o = driver.exec(step, &[], &mut idpool::driver::Sequential);
-        done.push((i, o));
+        ran.observed.push((i, o));
+        ran.states.push((i, driver.snapshot()));
     }
-    done
+    ran
 }
 
 /// A failure of the target.
@@ -246,13 +256,17 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
         }
         crate::check::begin_step(TARGET, i, &StepOp(&p.steps[i]), 0);
         let c_alive = !c.crashed();
-        let oc = if c_alive {
+        let ran_c = if c_alive {
             run_group(&mut c, program, i, end)
         } else {
-            Vec::new()
+            Ran {
+                observed: Vec::new(),
+                states: Vec::new(),
+            }
         };
-        let or = run_group(&mut rust, program, i, end);
-        narrate_group(program, &oc, &or);
+        let ran_rust = run_group(&mut rust, program, i, end);
+        let (oc, or) = (&ran_c.observed, &ran_rust.observed);
+        narrate_group(program, oc, or);
         let (sc, sr) = (c.snapshot(), rust.snapshot());
         if c_alive {
             c.check_tables()
@@ -260,19 +274,19 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
         }
         rust.check_tables()
             .map_err(|e| failure(program, i, Check::Invariant, rust.version().name(), e))?;
-        count(&mut events, program, i, &or, &sr);
+        count(&mut events, program, i, or, &sr);
         if c_alive && c.crashed() {
             crashed(program, i, &c, &mut known)?;
             comparing = false;
         } else if c_alive && comparing {
-            comparing = compare_group(program, &oc, &or, &sc, &sr, &mut known, &mut events)?;
+            comparing = compare_group(program, &ran_c, &ran_rust, &mut known, &mut events)?;
         }
         if let Some((mc, mr)) = &mut oracles {
             let plan = program.plans[i];
             if c_alive && !c.crashed() {
-                against_model(program, i, c.version(), mc, &oc, &sc, plan)?;
+                against_model(program, i, c.version(), mc, oc, &sc, plan)?;
             }
-            against_model(program, i, rust.version(), mr, &or, &sr, plan)?;
+            against_model(program, i, rust.version(), mr, or, &sr, plan)?;
         }
         i = end;
     }
@@ -420,13 +434,19 @@ fn crashed(program: &CmdProgram, step: usize, c: &CDriver, known: &mut Known) ->
 /// diverge.
 fn compare_group(
     program: &CmdProgram,
-    oc: &[(usize, Observed)],
-    or: &[(usize, Observed)],
-    sc: &Snapshot,
-    sr: &Snapshot,
+    c: &Ran,
+    rust: &Ran,
     known: &mut Known,
     events: &mut Events,
 ) -> Checked<bool> {
+    let (oc, or) = (&c.observed, &rust.observed);
+    let state_diffs = || -> Vec<Diff> {
+        c.states
+            .iter()
+            .zip(&rust.states)
+            .flat_map(|((_, a), (_, b))| compare::states(a, b))
+            .collect()
+    };
     let mut go_on = true;
     let first = oc.iter().map(|(i, _)| *i).min().unwrap_or(0);
     let order = |o: &[(usize, Observed)]| o.iter().map(|(i, _)| *i).collect::<Vec<_>>();
@@ -437,7 +457,7 @@ fn compare_group(
         let what = format!("C ran steps {:?}, Rust {:?}", order(oc), order(or));
         let any = !compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o))
             .is_empty()
-            || !compare::states(sc, sr).is_empty()
+            || !state_diffs().is_empty()
             || oc.iter().zip(or).any(|((_, a), (_, b))| a.ret != b.ret);
         if any {
             events.drivers_differ += 1;
@@ -457,7 +477,10 @@ fn compare_group(
     diffs.extend(
         group
             .into_iter()
-            .chain(compare::states(sc, sr))
+            // The states after each step of the group (both drivers ran
+            // them in the same order): a later step (an exit) may hide
+            // what an earlier one left.
+            .chain(state_diffs())
             .map(|d| (first, d)),
     );
     // A step's plan is the group's: a difference of a step run in the
