@@ -92,8 +92,12 @@ struct Group<'p> {
     failed: bool,
     outer: Pid,
     /// (index, step, site, its observation once run).
-    nested: Vec<(usize, &'p Step, AllocSite, Option<(Observed, Snapshot)>)>,
+    nested: Vec<Nested<'p>>,
 }
+
+/// A step of a group run in a window: its index, the step, the site of
+/// the window it waits for, and what it showed once it ran.
+type Nested<'p> = (usize, &'p Step, AllocSite, Option<(Observed, Snapshot)>);
 
 impl<D: Side> Windows<D> for Group<'_> {
     fn gfp(&mut self, site: AllocSite) -> Gfp {
