@@ -52,6 +52,11 @@ enum Command {
         /// real kernels are mainline) instead of skipping it.
         #[arg(long)]
         mainline: bool,
+        /// Run a program's steps one after another, without their windows
+        /// and failing allocations (which a real kernel cannot reproduce),
+        /// instead of skipping it.
+        #[arg(long)]
+        sequential: bool,
     },
     /// Replay an input step by step, allocator beside model; exit 1 if it fails.
     Repro {
@@ -139,7 +144,8 @@ fn main() -> ExitCode {
             paths,
             driver,
             mainline,
-        } => real::run(&paths, driver, mainline),
+            sequential,
+        } => real::run(&paths, driver, mainline, sequential),
         Command::Minimize {
             file,
             target,

@@ -74,7 +74,7 @@ fn rust_kernel(root: &Path) -> Result<Kernel, String> {
 /// run on a real kernel are returned apart with the reason.
 type Loaded = (Vec<(String, Program)>, Vec<(String, String)>);
 
-fn load(paths: &[PathBuf], mainline: bool) -> Result<Loaded, String> {
+fn load(paths: &[PathBuf], mainline: bool, sequential: bool) -> Result<Loaded, String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -117,6 +117,9 @@ fn load(paths: &[PathBuf], mainline: bool) -> Result<Loaded, String> {
             CmdProgram::decode(&bytes)
         };
         let mut program = program;
+        if sequential {
+            program.plans = vec![Default::default(); program.program.steps.len()];
+        }
         if mainline {
             program.c = idpool::Version::CMainline;
             program.rust = idpool::Version::RustMainline;
@@ -167,35 +170,49 @@ fn print(which: &str, name: &str, mismatches: &[Mismatch]) -> bool {
 }
 
 /// The real drivers against each other, each difference named by the rule
-/// of `binder_commands` that explains it, or new.
-fn print_drivers(name: &str, c: &TraceRun, rust: &TraceRun) {
-    let raw = real_against_real(c, rust);
-    if raw.is_empty() {
+/// of `binder_commands` that explains it, or new; after a difference whose
+/// rule makes the drivers' states diverge, the rest of the trace is not
+/// compared (as the target does). Whether a new difference was seen.
+fn print_drivers(name: &str, c: &TraceRun, rust: &TraceRun) -> bool {
+    if real_against_real(c, rust).is_empty() {
         println!("{name}: real C and real Rust: the same");
-        return;
+        return false;
     }
+    let mut new = false;
     for (i, (sc, sr)) in c.steps.iter().zip(&rust.steps).enumerate() {
-        let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed)
-            .into_iter()
-            .collect();
+        let mut diffs: Vec<compare::Diff> =
+            compare::ret(&sc.observed, &sr.observed).into_iter().collect();
         diffs.extend(compare::reads_and_logs([&sc.observed], [&sr.observed]));
         diffs.extend(compare::states(&sc.snapshot, &sr.snapshot));
+        let mut diverged = false;
         for d in diffs {
             let rule = compare::explain(&sc.step, Default::default(), &d);
+            new |= rule.is_none();
+            diverged |= rule.is_some_and(|r| r.diverges);
             let by = rule.map_or("NEW", |r| r.name);
             println!(
                 "{name}: real C and real Rust differ at step {i} `{}` [{by}]: {d:?}",
                 sc.step
             );
         }
+        if diverged {
+            println!("{name}: the drivers' states diverge from step {i} on: not compared further");
+            break;
+        }
     }
+    new
 }
 
 /// Replays every program under `paths` on the real drivers `which`
 /// (`mainline`: a program naming a historical version runs on mainline).
-pub fn run(paths: &[PathBuf], which: Which, mainline: bool) -> Result<ExitCode, String> {
+pub fn run(
+    paths: &[PathBuf],
+    which: Which,
+    mainline: bool,
+    sequential: bool,
+) -> Result<ExitCode, String> {
     let root = workspace();
-    let (programs, skipped) = load(paths, mainline)?;
+    let (programs, skipped) = load(paths, mainline, sequential)?;
     for (name, why) in &skipped {
         println!("{name}: skipped: {why}");
     }
@@ -203,6 +220,7 @@ pub fn run(paths: &[PathBuf], which: Which, mainline: bool) -> Result<ExitCode, 
         return Err("no program to replay".into());
     }
     let mut agree = true;
+    let mut new_differences = 0;
     let c_runs = match which {
         Which::C | Which::Both => {
             let kernel = Kernel::c_from_cache(&root).map_err(|e| e.to_string())?;
@@ -222,7 +240,7 @@ pub fn run(paths: &[PathBuf], which: Which, mainline: bool) -> Result<ExitCode, 
             agree &= print("Rust", name, &against_model(&runs[i], Driver::Rust));
         }
         if let (Some(c), Some(r)) = (&c_runs, &rust_runs) {
-            print_drivers(name, &c[i], &r[i]);
+            new_differences += usize::from(print_drivers(name, &c[i], &r[i]));
         }
     }
     println!(

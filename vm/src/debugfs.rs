@@ -212,10 +212,12 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
                 "proc" if out.pid.is_none() => out.pid = num(rest.get(1)),
                 // C: `delivered` or `active` (not delivered yet); Rust:
                 // `allocated` or `reserved`.
-                "buffer" if matches!(rest.last(), Some(&"active") | Some(&"reserved")) => {
+                "buffer" | "buffer:"
+                    if matches!(rest.last(), Some(&"active") | Some(&"reserved")) =>
+                {
                     out.buffers_pending += 1
                 }
-                "buffer" => out.buffers += 1,
+                "buffer" | "buffer:" => out.buffers += 1,
                 "binder" | "context" | "thread" | "proc" => {}
                 "pending" | "has" | "outgoing" | "incoming" => out.pending.push(rest.join(" ")),
                 _ => out.unparsed.push(rest.join(" ")),
@@ -241,6 +243,15 @@ mod tests {
     #[test]
     fn rust_refs_without_newlines_are_split() {
         let text = "proc 70\ncontext b0\n  thread 70: l 12 need_return 0\n  ref 5: desc 0 node 3 s 1 w 1  ref 9: desc 1 dead node 7 s 0 w 1  buffer 4: 0 size 24:8:0 delivered\n";
+        // The Rust driver's buffer lines, one allocated (delivered), one
+        // reserved (queued), after a ref on the same line.
+        let rust = "  ref 1: desc 1 node 4 s 0 w 9  buffer: 0 size 32 pid 21 oneway allocated\n  buffer: 32 size 32 pid 21 oneway reserved\n";
+        let r = parse(rust, Driver::Rust);
+        assert_eq!(
+            (r.buffers, r.buffers_pending, r.refs.len()),
+            (1, 1, 1),
+            "{r:?}"
+        );
         let p = parse(text, Driver::Rust);
         assert_eq!(p.pid, Some(70));
         assert_eq!(p.refs.len(), 2);

@@ -76,8 +76,13 @@ impl Cap {
             Cap::Text(_) => None,
         }
     }
+    /// A `u32` the kernel may have printed with `%d` (a handle of
+    /// 4294967295 prints as -1).
     fn u32(&self) -> Option<u32> {
-        u32::try_from(self.num()?).ok()
+        let n = self.num()?;
+        u32::try_from(n)
+            .ok()
+            .or_else(|| i32::try_from(n).ok().map(|n| n as u32))
     }
     fn text(&self) -> &str {
         match self {
@@ -99,6 +104,11 @@ fn errno(n: i128) -> Option<idpool::driver::Errno> {
 /// A kernel `Error`'s debug text: `EINVAL`, or `Error(22)` for one the
 /// kernel crate does not name.
 fn rust_errno(text: &str) -> Option<idpool::driver::Errno> {
+    // A `Result`'s debug text wraps it: `Err(Error(11))`.
+    let text = text
+        .strip_prefix("Err(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(text);
     match text
         .strip_prefix("Error(")
         .and_then(|t| t.strip_suffix(')'))

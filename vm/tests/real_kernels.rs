@@ -341,6 +341,22 @@ fn log_lines_of_each_table() {
         Class::Log(Log::GotOtherHandle { wanted: 0, got: 1 })
     );
     assert_eq!(
+        c("<6>[    1.0] binder_linux: 91:91 BC_RELEASE 1 refcount change on invalid ref -1 ret -22"),
+        c("<6>[    1.0] binder_linux: 91:91 Release 1 refcount change on invalid ref -1 ret -22")
+    );
+    assert_eq!(
+        klog::classify(
+            "<4>[    1.0] rust_binder: Read failure Err(Error(11)) in pid:20",
+            Driver::Rust
+        )
+        .class,
+        Class::Log(Log::IoctlFailed(Errno::Again))
+    );
+    assert_eq!(
+        c("<6>[    1.0] binder_linux: 91:91 Release 1 refcount change on invalid ref -1 ret -22"),
+        Class::Log(Log::InvalidRef(u32::MAX))
+    );
+    assert_eq!(
         c("<6>[    1.0] binder_linux: 91:91 ioctl 40046207 7ffd63d4b830 returned -16"),
         Class::Log(Log::IoctlFailed(Errno::Busy))
     );
