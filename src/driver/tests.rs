@@ -577,7 +577,11 @@ fn c_binder_inc_ref_for_node_handle_0_is_the_managers_node() {
                      p1 set-manager
                      p0 acquire 0");
     let o = run.last();
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "BC_ACQUIRE 0 reaches the manager"
+    );
     assert_eq!(reads(o, 1), NONE, "the manager is not asked for BR_ACQUIRE");
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0"], "descriptor 0, one strong");
     run.step("p0 increfs 0");
@@ -605,7 +609,11 @@ fn rust_update_ref_handle_0_inserts_the_managers_node_as_manager() {
                         p0 acquire 0",
     );
     let o = run.last();
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "BC_ACQUIRE 0 reaches the manager"
+    );
     assert_eq!(reads(o, 1), NONE, "the manager is not asked for BR_ACQUIRE");
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0"], "handle 0, one strong");
     run.step("p0 increfs 0");
@@ -811,8 +819,12 @@ fn c_binder_get_ref_olocked_strong_ops_on_a_weak_only_ref_are_invalid() {
             ["weak-as-strong", "invalid-ref 1"],
             "{line} on a weak-only ref"
         );
+        assert_eq!(
+            run.refs(0),
+            ["h1 p1:1 s0 w1"],
+            "{line}: the ref is unchanged"
+        );
     }
-    assert_eq!(run.refs(0), ["h1 p1:1 s0 w1"], "the ref is unchanged");
 }
 
 #[test]
@@ -825,8 +837,12 @@ fn rust_node_ref_update_ignores_strong_ops_on_a_weak_only_ref() {
         let o = &run.step(line);
         assert_eq!(ret(o), "0");
         assert_eq!(log(o), NONE, "{line} on a weak-only ref is silent");
+        assert_eq!(
+            run.refs(0),
+            ["h1 p1:1 s0 w1"],
+            "{line}: the ref is unchanged"
+        );
     }
-    assert_eq!(run.refs(0), ["h1 p1:1 s0 w1"], "the ref is unchanged");
 }
 
 /// p0 (the manager) holds a strong-only reference at 1 to p1's node 1.
@@ -976,7 +992,11 @@ fn c_binder_transaction_to_a_missing_handle_is_failed_reply() {
                  p1 set-manager
                  p0 send 5");
     let o = run.last();
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "no such handle: BR_FAILED_REPLY"
+    );
     assert_eq!(
         log(o),
         [
@@ -996,7 +1016,11 @@ fn rust_get_transaction_node_missing_handle_is_failed_reply() {
                     p0 send 5",
     );
     let o = run.last();
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "no such handle: BR_FAILED_REPLY"
+    );
     assert_eq!(
         log(o),
         ["transaction-to-invalid-handle 5", "transaction-failed"]
@@ -1009,7 +1033,11 @@ fn c_binder_transaction_to_a_weak_only_handle_is_failed_reply() {
     // (1031-1034) and the handle is invalid (3224-3226).
     let mut run = c(WEAK_ONLY);
     let o = &run.step("p0 send 1");
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "a weak-only handle: BR_FAILED_REPLY"
+    );
     assert_eq!(
         log(o),
         [
@@ -1028,7 +1056,11 @@ fn rust_get_transaction_node_weak_only_handle_is_failed_reply() {
     // of a weak-only NodeRef fails (node.rs:840-846), logged, EINVAL.
     let mut run = rust(WEAK_ONLY);
     let o = &run.step("p0 send 1");
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "a weak-only handle: BR_FAILED_REPLY"
+    );
     assert_eq!(
         log(o),
         [
@@ -1058,7 +1090,7 @@ fn c_binder_get_node_refs_for_txn_dead_node_is_dead_reply() {
         "the reference outlives the node's owner"
     );
     let o = &run.step("p0 send 1");
-    assert_eq!(reads(o, 0), ["dead-reply"]);
+    assert_eq!(reads(o, 0), ["dead-reply"], "a dead node: BR_DEAD_REPLY");
     assert_eq!(log(o), ["no-target-node", "transaction-failed"]);
 }
 
@@ -1078,7 +1110,7 @@ fn rust_buffer_alloc_dead_target_is_dead_reply() {
         "the reference outlives the node's owner"
     );
     let o = &run.step("p0 send 1");
-    assert_eq!(reads(o, 0), ["dead-reply"]);
+    assert_eq!(reads(o, 0), ["dead-reply"], "a dead node: BR_DEAD_REPLY");
 }
 
 #[test]
@@ -1091,8 +1123,12 @@ fn c_binder_transaction_one_way_to_the_manager() {
                  p0 send 0");
     let o = run.last();
     assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
-    assert_eq!(reads(o, 0), ["transaction-complete"]);
-    assert_eq!(reads(o, 1), ["transaction"]);
+    assert_eq!(
+        reads(o, 0),
+        ["transaction-complete"],
+        "the sender is told it is sent"
+    );
+    assert_eq!(reads(o, 1), ["transaction"], "the manager reads it");
     assert_eq!(run.buffers(1), 1, "the manager holds the buffer");
     assert_eq!(
         run.nodes(1),
@@ -1112,8 +1148,12 @@ fn rust_oneway_transaction_inner_to_the_manager() {
     );
     let o = run.last();
     assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
-    assert_eq!(reads(o, 0), ["transaction-complete"]);
-    assert_eq!(reads(o, 1), ["transaction"]);
+    assert_eq!(
+        reads(o, 0),
+        ["transaction-complete"],
+        "the sender is told it is sent"
+    );
+    assert_eq!(reads(o, 1), ["transaction"], "the manager reads it");
     assert_eq!(run.buffers(1), 1, "the manager holds the buffer");
     assert_eq!(
         run.nodes(1),
@@ -1128,7 +1168,11 @@ fn c_binder_transaction_one_way_to_a_handle() {
     let mut run = c(STRONG_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 1), ["transaction"]);
+    assert_eq!(
+        reads(o, 1),
+        ["transaction"],
+        "the handle's node's owner reads it"
+    );
     assert_eq!(reads(o, 0), ["transaction-complete"]);
 }
 
@@ -1138,7 +1182,11 @@ fn rust_get_transaction_node_one_way_to_a_handle() {
     let mut run = rust(STRONG_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 1), ["transaction"]);
+    assert_eq!(
+        reads(o, 1),
+        ["transaction"],
+        "the handle's node's owner reads it"
+    );
     assert_eq!(reads(o, 0), ["transaction-complete"]);
 }
 
@@ -1156,7 +1204,11 @@ fn c_binder_translate_binder_node_becomes_a_handle_of_the_receiver() {
                  p0 send 0 node 3 weak-node 4");
     let o = run.last();
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 1), ["transaction handle 1 weak-handle 2"]);
+    assert_eq!(
+        reads(o, 1),
+        ["transaction handle 1 weak-handle 2"],
+        "handles of the receiver's"
+    );
     assert_eq!(
         reads(o, 0),
         [
@@ -1167,7 +1219,11 @@ fn c_binder_translate_binder_node_becomes_a_handle_of_the_receiver() {
         ],
         "the sender is asked for its new nodes' references"
     );
-    assert_eq!(run.refs(1), ["h1 p0:3 s1 w0", "h2 p0:4 s0 w1"]);
+    assert_eq!(
+        run.refs(1),
+        ["h1 p0:3 s1 w0", "h2 p0:4 s0 w1"],
+        "a strong and a weak ref"
+    );
     assert_eq!(run.nodes(0), ["n3 s1 w0 hs hw", "n4 s0 w0 hw"]);
 }
 
@@ -1183,7 +1239,11 @@ fn rust_transfer_binder_object_node_becomes_a_handle_of_the_receiver() {
     );
     let o = run.last();
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 1), ["transaction handle 1 weak-handle 2"]);
+    assert_eq!(
+        reads(o, 1),
+        ["transaction handle 1 weak-handle 2"],
+        "handles of the receiver's"
+    );
     assert_eq!(
         reads(o, 0),
         [
@@ -1194,7 +1254,11 @@ fn rust_transfer_binder_object_node_becomes_a_handle_of_the_receiver() {
         ],
         "the sender is asked for its new nodes' references"
     );
-    assert_eq!(run.refs(1), ["h1 p0:3 s1 w0", "h2 p0:4 s0 w1"]);
+    assert_eq!(
+        run.refs(1),
+        ["h1 p0:3 s1 w0", "h2 p0:4 s0 w1"],
+        "a strong and a weak ref"
+    );
     assert_eq!(run.nodes(0), ["n3 s1 w0 hs hw", "n4 s0 w1 hw"]);
 }
 
@@ -1211,8 +1275,16 @@ fn c_binder_translate_handle_to_a_handle_of_the_receiver() {
     let mut run = c(TWO_HANDLES);
     let o = &run.step("p1 send 2 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 2), ["transaction handle 1 weak-handle 1"]);
-    assert_eq!(run.refs(2), ["h1 p0:3 s1 w1"]);
+    assert_eq!(
+        reads(o, 2),
+        ["transaction handle 1 weak-handle 1"],
+        "a handle of the receiver's"
+    );
+    assert_eq!(
+        run.refs(2),
+        ["h1 p0:3 s1 w1"],
+        "one strong and one weak count"
+    );
 }
 
 #[test]
@@ -1221,8 +1293,16 @@ fn rust_transfer_binder_object_handle_to_a_handle_of_the_receiver() {
     let mut run = rust(TWO_HANDLES);
     let o = &run.step("p1 send 2 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 2), ["transaction handle 1 weak-handle 1"]);
-    assert_eq!(run.refs(2), ["h1 p0:3 s1 w1"]);
+    assert_eq!(
+        reads(o, 2),
+        ["transaction handle 1 weak-handle 1"],
+        "a handle of the receiver's"
+    );
+    assert_eq!(
+        run.refs(2),
+        ["h1 p0:3 s1 w1"],
+        "one strong and one weak count"
+    );
 }
 
 #[test]
@@ -1233,7 +1313,11 @@ fn c_binder_translate_handle_back_to_the_receivers_own_node() {
     let mut run = c(TWO_HANDLES);
     let o = &run.step("p1 send 1 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 0), ["transaction node 3 weak-node 3"]);
+    assert_eq!(
+        reads(o, 0),
+        ["transaction node 3 weak-node 3"],
+        "its own node back"
+    );
     assert_eq!(run.refs(0), NONE, "no reference to its own node");
     // p1's ref (internal), the transaction's target and the strong object
     // (local), the weak object (local).
@@ -1258,7 +1342,11 @@ fn rust_transfer_binder_object_back_to_the_receivers_own_node() {
     let mut run = rust(TWO_HANDLES);
     let o = &run.step("p1 send 1 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 0), ["transaction node 3 weak-node 3"]);
+    assert_eq!(
+        reads(o, 0),
+        ["transaction node 3 weak-node 3"],
+        "its own node back"
+    );
     assert_eq!(run.refs(0), NONE, "no reference to its own node");
     // p1's NodeRef, the buffer's target NodeRef, the strong object; the
     // weak object.
@@ -1344,7 +1432,11 @@ fn c_binder_translate_handle_invalid_handle_fails_the_transaction() {
     // new node p1:7 is gone before its owner hears of it.
     let mut run = c(STRONG_ONLY);
     let o = &run.step("p0 send 1 node 7 handle 9");
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "the sender reads the failure, nothing else"
+    );
     assert_eq!(reads(o, 1), NONE, "nothing delivered");
     assert_eq!(
         log(o),
@@ -1375,7 +1467,11 @@ fn rust_translate_object_invalid_handle_fails_the_transaction() {
     // logged (thread.rs:1312-1340).
     let mut run = rust(STRONG_ONLY);
     let o = &run.step("p0 send 1 node 7 handle 9");
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "the sender reads the failure, nothing else"
+    );
     assert_eq!(reads(o, 1), NONE, "nothing delivered");
     assert_eq!(
         log(o),
@@ -2367,8 +2463,9 @@ fn c_v3_dbitmap_clear_bit_frees_descriptor_0_for_a_non_manager() {
 fn rust_v1_is_mainline_at_the_command_level() {
     // rust-v1 differs only when the pool and by_handle disagree
     // (process.rs:861-868), which no command sequence brings about: on
-    // the collision's program, and with the grow and death paths, every
-    // observation is mainline's.
+    // the collision's program, with the grow and death paths and the
+    // insert into a process that died meanwhile, every observation is
+    // mainline's.
     for program in [
         format!("{COLLISION}\np0 increfs 0\np0 release 1\np0 decrefs 0"),
         format!("{FULL}\np1 send 2 node 200\np0 exit"),
@@ -2378,4 +2475,17 @@ fn rust_v1_is_mainline_at_the_command_level() {
         assert_eq!(v1.seen, mainline.seen, "{program}");
         assert_eq!(v1.driver.snapshot(), mainline.driver.snapshot());
     }
+    // An insert into a process that died meanwhile: ESRCH in both.
+    let program = "procs 2\np1 set-manager";
+    let mut v1: Run<RustDriver> = Run::new(program, Version::RustV1);
+    let mut mainline = rust(program);
+    v1.step_in(
+        "p0 send 0 weak-node 1",
+        &mut Window::at(AllocSite::Ref, &["p1 exit"]),
+    );
+    mainline.step_in(
+        "p0 send 0 weak-node 1",
+        &mut Window::at(AllocSite::Ref, &["p1 exit"]),
+    );
+    assert_eq!(v1.seen, mainline.seen, "the dead target's insert");
 }
