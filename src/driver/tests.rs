@@ -243,8 +243,9 @@ impl<D: Model> Windows<D> for Window {
 
 #[test]
 fn c_binder_ioctl_set_ctx_mgr_ebusy_before_any_node() {
-    // binder.c:5532-5535: a manager is set, so EBUSY with a pr_err,
-    // before the uid is looked at (5539) and before binder_new_node (5550).
+    // binder_ioctl_set_ctx_mgr, binder.c:5532-5535: a manager is set,
+    // so EBUSY with a pr_err, before the uid is looked at (5539-5549)
+    // and before binder_new_node (5550).
     let run = c("procs 0 1000
                  p0 set-manager
                  p1 set-manager");
@@ -265,10 +266,11 @@ fn c_binder_ioctl_set_ctx_mgr_ebusy_before_any_node() {
 
 #[test]
 fn rust_set_as_manager_creates_node_before_ebusy() {
-    // process.rs:762 get_node(ptr 0, strong) comes before
-    // set_manager_node (764), which finds the manager set: pr_warn and
-    // EBUSY (context.rs:112-114); the strong NodeRef is dropped, the node
-    // stays in the caller's tree with no count.
+    // Process::set_as_manager, process.rs:762: get_node(ptr 0, strong)
+    // comes before Context::set_manager_node (process.rs:764), which
+    // finds the manager set: pr_warn and EBUSY (context.rs:112-115);
+    // the strong NodeRef is dropped, the node stays in the caller's
+    // tree with no count.
     let run = rust(
         "procs 0 1000
                     p0 set-manager
@@ -291,9 +293,10 @@ fn rust_set_as_manager_creates_node_before_ebusy() {
 
 #[test]
 fn c_binder_ioctl_set_ctx_mgr_takes_local_refs_and_has_refs() {
-    // binder.c:5554-5557: one local strong and one local weak reference,
-    // has_strong_ref and has_weak_ref set: the owner is never asked for
-    // BR_INCREFS/BR_ACQUIRE on its manager node.
+    // binder_ioctl_set_ctx_mgr, binder.c:5554-5557: one local strong
+    // and one local weak reference, has_strong_ref and has_weak_ref
+    // set: the owner is never asked for BR_INCREFS/BR_ACQUIRE on its
+    // manager node.
     let run = c("procs 1
                  p0 set-manager");
     let o = run.last();
@@ -313,9 +316,10 @@ fn c_binder_ioctl_set_ctx_mgr_takes_local_refs_and_has_refs() {
 
 #[test]
 fn rust_set_as_manager_forces_has_count() {
-    // process.rs:762 one strong NodeRef (kept by the context,
-    // context.rs:126); 767-769 force_has_count: no BR_INCREFS/BR_ACQUIRE,
-    // even once the deferred zero-to-one item is processed.
+    // Process::set_as_manager, process.rs:762: one strong NodeRef,
+    // which the context keeps (context.rs:126); process.rs:767-769
+    // force_has_count: no BR_INCREFS/BR_ACQUIRE, even once the deferred
+    // zero-to-one item is processed.
     let mut run = rust(
         "procs 2
                         p0 set-manager",
@@ -346,10 +350,11 @@ fn rust_set_as_manager_forces_has_count() {
 
 #[test]
 fn c_binder_ioctl_set_ctx_mgr_eperm_for_another_euid_after_the_manager_died() {
-    // binder.c:5539-5549: the first manager's euid is recorded and never
-    // cleared (binder_deferred_release clears only the node, 6287-6294);
-    // another euid is refused with EPERM and a pr_err, the same euid is
-    // accepted.
+    // binder_ioctl_set_ctx_mgr, binder.c:5539-5549: the first manager's
+    // euid is recorded and never cleared (binder_deferred_release
+    // clears only the node, 6286-6294); another euid is refused with
+    // EPERM and a pr_err, before binder_new_node (5550); the same euid
+    // is accepted.
     let mut run = c("procs 0 1000 0
                      p0 set-manager
                      p0 exit
@@ -369,9 +374,10 @@ fn c_binder_ioctl_set_ctx_mgr_eperm_for_another_euid_after_the_manager_died() {
 
 #[test]
 fn rust_set_manager_node_eperm_without_a_log_after_the_manager_died() {
-    // context.rs:118-123: the uid kept in Manager::uid (never cleared,
-    // unset_manager_node takes only the node, 131-134) refuses another
-    // euid with EPERM and no log line; the node was made first (process.rs:762).
+    // Context::set_manager_node, context.rs:118-124: the uid kept in
+    // Manager::uid (never cleared: unset_manager_node takes only the
+    // node, context.rs:131-134) refuses another euid with EPERM and no
+    // log line; the node was made first (process.rs:762).
     let mut run = rust(
         "procs 0 1000 0
                         p0 set-manager
@@ -396,9 +402,10 @@ fn rust_set_manager_node_eperm_without_a_log_after_the_manager_died() {
 
 #[test]
 fn c_binder_deferred_release_clears_the_manager_for_a_new_one() {
-    // binder.c:6287-6294: the dying manager's node stops being the
-    // context's; a transaction to 0 then finds none (BR_DEAD_REPLY,
-    // 3236-3237) until a new manager registers (5532 finds none set).
+    // binder_deferred_release, binder.c:6286-6294: the dying manager's
+    // node stops being the context's; a transaction to 0 then finds
+    // none (BR_DEAD_REPLY, 3236-3237) until a new manager registers
+    // (binder_ioctl_set_ctx_mgr, 5532 finds none set).
     let mut run = c("procs 3
                      p1 set-manager
                      p1 exit
@@ -424,8 +431,9 @@ fn c_binder_deferred_release_clears_the_manager_for_a_new_one() {
 
 #[test]
 fn rust_deferred_release_unsets_the_manager_for_a_new_one() {
-    // process.rs:1415-1418 unset_manager_node for a dying manager;
-    // get_manager_node then fails (context.rs:140-142, BR_DEAD_REPLY)
+    // Process::deferred_release, process.rs:1416-1418:
+    // unset_manager_node for a dying manager; get_manager_node then
+    // fails (context.rs:140-141, BinderError::new_dead: BR_DEAD_REPLY)
     // until a new manager registers.
     let mut run = rust(
         "procs 3
@@ -456,10 +464,10 @@ fn rust_deferred_release_unsets_the_manager_for_a_new_one() {
 
 #[test]
 fn c_binder_thread_write_handle_0_without_manager_is_an_invalid_ref() {
-    // binder.c:4170-4186: no manager node, so ret stays -1 and
-    // binder_update_ref_for_handle(0) runs (4187-4190); it finds no
-    // descriptor 0 (EINVAL, 1409-1412), logged (4211-4216); the ioctl
-    // succeeds.
+    // binder_thread_write, binder.c:4170-4187: no manager node, so ret
+    // stays -1 and binder_update_ref_for_handle(0) runs (4188-4191); it
+    // finds no descriptor 0 (EINVAL, 1402-1406), logged (4212-4217);
+    // the ioctl succeeds.
     let mut run = c("procs 1
                      p0 acquire 0");
     for line in ["p0 increfs 0", "p0 release 0", "p0 decrefs 0"] {
@@ -478,8 +486,9 @@ fn c_binder_thread_write_handle_0_without_manager_is_an_invalid_ref() {
 
 #[test]
 fn rust_update_ref_handle_0_without_manager_is_no_such_ref() {
-    // process.rs:967-974: get_manager_node fails, so the by_handle
-    // lookup of 0 runs; none: "no such ref" (1021-1025), Ok.
+    // Process::update_ref, process.rs:967-975: get_manager_node fails,
+    // so the by_handle lookup of 0 runs (984); none: "no such ref"
+    // (1021-1025), Ok.
     let mut run = rust(
         "procs 1
                         p0 acquire 0",
@@ -500,10 +509,11 @@ fn rust_update_ref_handle_0_without_manager_is_no_such_ref() {
 
 #[test]
 fn c_binder_thread_write_manager_increments_handle_0_einval() {
-    // binder.c:4175-4181: the manager's own BC_INCREFS/BC_ACQUIRE 0 is
-    // logged and fails the ioctl with EINVAL; its BC_RELEASE/BC_DECREFS 0
-    // are not increments and go to binder_update_ref_for_handle(0): an
-    // invalid ref (4211-4216), the ioctl succeeds.
+    // binder_thread_write, binder.c:4176-4181: the manager's own
+    // BC_INCREFS/BC_ACQUIRE 0 is logged and fails the ioctl with
+    // EINVAL; its BC_RELEASE/BC_DECREFS 0 are not increments and go to
+    // binder_update_ref_for_handle(0) (4188-4191): an invalid ref
+    // (4212-4217), the ioctl succeeds.
     let mut run = c("procs 1
                      p0 set-manager");
     for line in ["p0 acquire 0", "p0 increfs 0"] {
@@ -534,9 +544,9 @@ fn c_binder_thread_write_manager_increments_handle_0_einval() {
 
 #[test]
 fn rust_update_ref_manager_increments_handle_0_einval() {
-    // process.rs:967-971: the manager's own increment of 0 fails with
-    // EINVAL (its NodeRef clone dropped); decrements look 0 up in
-    // by_handle: no such ref (1021-1025).
+    // Process::update_ref, process.rs:969-971: the manager's own
+    // increment of 0 fails with EINVAL (its NodeRef clone dropped);
+    // decrements look 0 up in by_handle: no such ref (1021-1025).
     let mut run = rust(
         "procs 1
                         p0 set-manager",
@@ -568,11 +578,13 @@ fn rust_update_ref_manager_increments_handle_0_einval() {
 
 #[test]
 fn c_binder_inc_ref_for_node_handle_0_is_the_managers_node() {
-    // binder.c:4182-4184: BC_ACQUIRE/BC_INCREFS 0 count a reference to
-    // the manager's node, found or made by binder_inc_ref_for_node
-    // (1458-1500), descriptor 0 (offset 0, 1074); the internal strong
-    // increment of the manager's node is allowed (833-838) and queues no
-    // work (has_strong_ref).
+    // binder_thread_write, binder.c:4182-4184: BC_ACQUIRE/BC_INCREFS 0
+    // count a reference to the manager's node, found or made by
+    // binder_inc_ref_for_node (1458-1500), descriptor 0
+    // (get_ref_desc_olocked's offset 0, 1074); the internal strong
+    // increment of the manager's node is allowed
+    // (binder_inc_node_nilocked, 831-839) and queues no work
+    // (has_strong_ref, 843).
     let mut run = c("procs 2
                      p1 set-manager
                      p0 acquire 0");
@@ -600,9 +612,11 @@ fn c_binder_inc_ref_for_node_handle_0_is_the_managers_node() {
 
 #[test]
 fn rust_update_ref_handle_0_inserts_the_managers_node_as_manager() {
-    // process.rs:968-973: the manager's NodeRef cloned (context.rs:136-147)
-    // and inserted with is_manager = true (start 0, 858); a second
-    // increment absorbs into the same handle (843-846).
+    // Process::update_ref, process.rs:968-973: the manager's NodeRef
+    // cloned (Context::get_manager_node, context.rs:136-144) and
+    // inserted with is_manager = true (insert_or_update_handle's start
+    // 0, process.rs:858); a second increment absorbs into the same
+    // handle (process.rs:840-845).
     let mut run = rust(
         "procs 2
                         p1 set-manager
@@ -632,9 +646,10 @@ fn rust_update_ref_handle_0_inserts_the_managers_node_as_manager() {
 
 #[test]
 fn c_binder_update_ref_for_handle_release_and_decrefs_on_handle_0() {
-    // binder.c:4187-4190: decrements of 0 go to
+    // binder_thread_write, binder.c:4188-4191: decrements of 0 go to
     // binder_update_ref_for_handle(0) even with a manager; the last one
-    // cleans the reference up (1302-1305, 1420-1423).
+    // cleans the reference up (binder_dec_ref_olocked, 1298-1301;
+    // 1416-1419).
     let mut run = c("procs 2
                      p1 set-manager
                      p0 acquire 0
@@ -658,8 +673,8 @@ fn c_binder_update_ref_for_handle_release_and_decrefs_on_handle_0() {
 
 #[test]
 fn rust_update_ref_release_and_decrefs_on_handle_0() {
-    // process.rs:984-1019: decrements of 0 update the NodeRef at
-    // handle 0; the last removes it.
+    // Process::update_ref, process.rs:984-1019: decrements of 0 update
+    // the NodeRef at handle 0; the last removes it.
     let mut run = rust(
         "procs 2
                         p1 set-manager
@@ -693,9 +708,10 @@ const STALE_ZERO: &str = "procs 3
 
 #[test]
 fn c_binder_thread_write_got_other_handle_for_a_stale_descriptor_0() {
-    // binder.c:4182-4184 inserts the new manager's node; 0 is taken, so
-    // get_ref_desc_olocked gives the next free descriptor from offset 0
-    // (1074, 1081-1084), and 4191-4195 logs that 0 was asked for.
+    // binder_thread_write, binder.c:4182-4184 inserts the new manager's
+    // node; 0 is taken, so get_ref_desc_olocked gives the next free
+    // descriptor from offset 0 (1074, 1081-1084), and 4192-4196 logs
+    // that 0 was asked for.
     let mut run = c(STALE_ZERO);
     let o = &run.step("p1 acquire 0");
     assert_eq!(ret(o), "0");
@@ -713,9 +729,10 @@ fn c_binder_thread_write_got_other_handle_for_a_stale_descriptor_0() {
 
 #[test]
 fn rust_update_ref_stale_handle_0_gives_the_new_manager_another_handle_silently() {
-    // process.rs:972: insert_or_update_handle(is_manager) finds 0 taken
-    // (find_unused_id(0), 858-860) and the handle it gets is not
-    // compared with 0.
+    // Process::update_ref, process.rs:972:
+    // insert_or_update_handle(is_manager) finds 0 taken
+    // (find_unused_id(0), process.rs:858-860) and the handle it gets is
+    // not compared with 0.
     let mut run = rust(STALE_ZERO);
     let o = &run.step("p1 acquire 0");
     assert_eq!(ret(o), "0");
@@ -729,14 +746,18 @@ fn rust_update_ref_stale_handle_0_gives_the_new_manager_another_handle_silently(
 
 #[test]
 fn c_binder_update_ref_for_handle_counts_a_stale_descriptor_0_without_manager() {
-    // binder.c:4187-4190: no manager, so handle 0 is whatever descriptor
-    // 0 refers to (the dead manager's node).
+    // binder_thread_write, binder.c:4188-4191: no manager, so handle 0
+    // is whatever descriptor 0 refers to (the dead manager's node).
     let mut run = c("procs 2
                      p0 set-manager
                      p1 acquire 0
                      p0 exit");
     let o = &run.step("p1 acquire 0");
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "no manager: descriptor 0 is counted"
+    );
     assert_eq!(
         run.refs(1),
         ["h0 p0:0 s2 w0"],
@@ -746,7 +767,8 @@ fn c_binder_update_ref_for_handle_counts_a_stale_descriptor_0_without_manager() 
 
 #[test]
 fn rust_update_ref_counts_a_stale_handle_0_without_manager() {
-    // process.rs:967-987: no manager, so handle 0 is looked up in by_handle.
+    // Process::update_ref, process.rs:967-985: no manager, so handle 0
+    // is looked up in by_handle.
     let mut run = rust(
         "procs 2
                         p0 set-manager
@@ -764,8 +786,9 @@ fn rust_update_ref_counts_a_stale_handle_0_without_manager() {
 
 #[test]
 fn c_binder_update_ref_for_handle_missing_handle_is_an_invalid_ref() {
-    // binder.c:1409-1412 EINVAL for no such descriptor, logged by
-    // binder_thread_write (4211-4216); the ioctl succeeds.
+    // binder_update_ref_for_handle, binder.c:1402-1406: EINVAL for no
+    // such descriptor, logged by binder_thread_write (4212-4217); the
+    // ioctl succeeds.
     let mut run = c("procs 2
                      p1 set-manager");
     for line in [
@@ -782,7 +805,7 @@ fn c_binder_update_ref_for_handle_missing_handle_is_an_invalid_ref() {
 
 #[test]
 fn rust_update_ref_missing_handle_is_no_such_ref() {
-    // process.rs:1021-1025: "no such ref", Ok.
+    // Process::update_ref, process.rs:1021-1025: "no such ref", Ok.
     let mut run = rust(
         "procs 2
                         p1 set-manager",
@@ -806,9 +829,9 @@ const WEAK_ONLY: &str = "procs 2
 
 #[test]
 fn c_binder_get_ref_olocked_strong_ops_on_a_weak_only_ref_are_invalid() {
-    // binder.c:1031-1034: a strong lookup of a weak-only ref is logged
-    // and fails; binder_update_ref_for_handle returns EINVAL (1409-1412),
-    // logged as an invalid ref (4211-4216).
+    // binder_get_ref_olocked, binder.c:1032-1034: a strong lookup of a
+    // weak-only ref is logged and fails; binder_update_ref_for_handle
+    // returns EINVAL (1402-1406), logged as an invalid ref (4212-4217).
     let mut run = c(WEAK_ONLY);
     assert_eq!(run.refs(0), ["h1 p1:1 s0 w1"]);
     for line in ["p0 acquire 1", "p0 release 1"] {
@@ -829,8 +852,8 @@ fn c_binder_get_ref_olocked_strong_ops_on_a_weak_only_ref_are_invalid() {
 
 #[test]
 fn rust_node_ref_update_ignores_strong_ops_on_a_weak_only_ref() {
-    // node.rs:858-861: with no strong count, a strong increment or
-    // decrement does nothing and logs nothing.
+    // NodeRef::update, node.rs:859-861: with no strong count, a strong
+    // increment or decrement does nothing and logs nothing.
     let mut run = rust(WEAK_ONLY);
     assert_eq!(run.refs(0), ["h1 p1:1 s0 w1"]);
     for line in ["p0 acquire 1", "p0 release 1"] {
@@ -852,31 +875,44 @@ const STRONG_ONLY: &str = "procs 2
 
 #[test]
 fn c_binder_dec_ref_olocked_weak_decrement_below_zero_is_logged() {
-    // binder.c:1288-1296: a weak decrement at 0 is logged and changes
-    // nothing; the command is not an invalid ref (ret 0).
+    // binder_dec_ref_olocked, binder.c:1289-1295: a weak decrement at 0
+    // is logged and changes nothing; the command is not an invalid ref
+    // (ret 0).
     let mut run = c(STRONG_ONLY);
     let o = &run.step("p0 decrefs 1");
     assert_eq!(ret(o), "0");
-    assert_eq!(log(o), ["invalid-decrement weak"]);
+    assert_eq!(
+        log(o),
+        ["invalid-decrement weak"],
+        "a weak decrement at 0 is logged"
+    );
     assert_eq!(run.refs(0), ["h1 p1:1 s1 w0"], "the ref is unchanged");
 }
 
 #[test]
 fn rust_node_ref_update_weak_decrement_below_zero_is_logged() {
-    // node.rs:881-888: a decrement at 0 is logged and changes nothing.
+    // NodeRef::update, node.rs:882-889: a decrement at 0 is logged and
+    // changes nothing.
     let mut run = rust(STRONG_ONLY);
     let o = &run.step("p0 decrefs 1");
     assert_eq!(ret(o), "0");
-    assert_eq!(log(o), ["invalid-decrement weak"]);
+    assert_eq!(
+        log(o),
+        ["invalid-decrement weak"],
+        "a weak decrement at 0 is logged"
+    );
     assert_eq!(run.refs(0), ["h1 p1:1 s1 w0"], "the ref is unchanged");
 }
 
 #[test]
 fn c_binder_dec_ref_olocked_last_count_removes_the_ref_and_releases_the_node() {
-    // binder.c:1297-1305: the strong count's last decrement drops the
-    // node's internal strong ref (binder_dec_node, 932-941), which queues
-    // its work to the owner (900-905); both counts at 0 clean the ref up
-    // (1182-1241): the owner reads BR_RELEASE and BR_DECREFS (4889-4940).
+    // binder_dec_ref_olocked, binder.c:1285-1287: the strong count's
+    // last decrement drops the node's internal strong ref
+    // (binder_dec_node), which queues the node's work to its owner
+    // (binder_dec_node_nilocked, 895-899); both counts at 0 clean the
+    // ref up (1298-1301, binder_cleanup_ref_olocked 1182-1231): the
+    // owner reads BR_RELEASE and BR_DECREFS (binder_thread_read,
+    // 4870-4950).
     let mut run = c(STRONG_ONLY);
     run.step("p0 acquire 1");
     run.step("p0 free");
@@ -894,10 +930,12 @@ fn c_binder_dec_ref_olocked_last_count_removes_the_ref_and_releases_the_node() {
 
 #[test]
 fn rust_node_ref_update_last_count_removes_the_ref_and_releases_the_node() {
-    // node.rs:889-894: the last strong count drops the node's
-    // (update_refcount, 384-422, pushing the node to its owner); both
-    // counts at 0 remove the NodeRefInfo (process.rs:984-1019); the owner
-    // reads BR_RELEASE and BR_DECREFS (node.rs:611-661).
+    // NodeRef::update, node.rs:890-894: the last strong count drops the
+    // node's (Node::update_refcount_locked, node.rs:384-422, pushing
+    // the node to its owner); both counts at 0 remove the NodeRefInfo
+    // (Process::update_ref, process.rs:985-1019); the owner reads
+    // BR_RELEASE and BR_DECREFS (Node::do_work_locked,
+    // node.rs:611-661).
     let mut run = rust(STRONG_ONLY);
     run.step("p0 acquire 1");
     run.step("p0 free");
@@ -917,9 +955,9 @@ fn rust_node_ref_update_last_count_removes_the_ref_and_releases_the_node() {
 
 #[test]
 fn c_binder_transaction_to_handle_0_without_manager_is_dead_reply() {
-    // binder.c:3236-3237 BR_DEAD_REPLY, 3248-3254 "cannot find target
-    // node", the failure line (3888-3896) and the error queued for the
-    // sender (3932-3933).
+    // binder_transaction, binder.c:3236-3237: BR_DEAD_REPLY; 3248-3255
+    // "cannot find target node", the failure line (3888-3896) and the
+    // error queued for the sender (3932-3933).
     let run = c("procs 1
                  p0 send 0");
     let o = run.last();
@@ -930,9 +968,10 @@ fn c_binder_transaction_to_handle_0_without_manager_is_dead_reply() {
 
 #[test]
 fn rust_get_transaction_node_handle_0_without_manager_is_dead_reply() {
-    // process.rs:927 get_manager_node fails with BinderError::new_dead
-    // (context.rs:141, error.rs:20-25): BR_DEAD_REPLY, and with no source
-    // error nothing is logged (thread.rs:1312-1322).
+    // Process::get_transaction_node, process.rs:927: get_manager_node
+    // fails with BinderError::new_dead (context.rs:141,
+    // error.rs:20-25): BR_DEAD_REPLY, and with no source error nothing
+    // is logged (Thread::transaction, thread.rs:1312-1340).
     let run = rust(
         "procs 1
                     p0 send 0",
@@ -945,9 +984,10 @@ fn rust_get_transaction_node_handle_0_without_manager_is_dead_reply() {
 
 #[test]
 fn c_binder_transaction_to_its_own_manager_is_failed_reply() {
-    // binder.c:3239-3246: the manager's process sends to 0: logged,
-    // BR_FAILED_REPLY, and err_invalid_target_handle gives back the
-    // strong and temporary refs taken on the node (3878-3881).
+    // binder_transaction, binder.c:3239-3246: the manager's process
+    // sends to 0: logged, BR_FAILED_REPLY, and
+    // err_invalid_target_handle gives back the strong and temporary
+    // refs taken on the node (3878-3881).
     let run = c("procs 1
                  p0 set-manager
                  p0 send 0");
@@ -967,8 +1007,10 @@ fn c_binder_transaction_to_its_own_manager_is_failed_reply() {
 
 #[test]
 fn rust_get_transaction_node_to_its_own_manager_is_failed_reply() {
-    // process.rs:928-930: EINVAL, so BR_FAILED_REPLY with a source error,
-    // which is logged (thread.rs:1313-1340); the cloned NodeRef dropped.
+    // Process::get_transaction_node, process.rs:928-930: EINVAL, so
+    // BR_FAILED_REPLY with a source error, which is logged
+    // (Thread::transaction, thread.rs:1312-1340); the cloned NodeRef
+    // dropped.
     let run = rust(
         "procs 1
                     p0 set-manager
@@ -986,8 +1028,8 @@ fn rust_get_transaction_node_to_its_own_manager_is_failed_reply() {
 
 #[test]
 fn c_binder_transaction_to_a_missing_handle_is_failed_reply() {
-    // binder.c:3217-3227: no such descriptor: logged, BR_FAILED_REPLY;
-    // no target node (3248-3254).
+    // binder_transaction, binder.c:3216-3228: no such descriptor:
+    // logged, BR_FAILED_REPLY; no target node (3248-3255).
     let run = c("procs 2
                  p1 set-manager
                  p0 send 5");
@@ -1009,7 +1051,8 @@ fn c_binder_transaction_to_a_missing_handle_is_failed_reply() {
 
 #[test]
 fn rust_get_transaction_node_missing_handle_is_failed_reply() {
-    // process.rs:935-940 and 943-950: ENOENT, logged, BR_FAILED_REPLY.
+    // Process::get_transaction_node, process.rs:933-939,
+    // get_node_from_handle 943-951: ENOENT, logged, BR_FAILED_REPLY.
     let run = rust(
         "procs 2
                     p1 set-manager
@@ -1029,8 +1072,9 @@ fn rust_get_transaction_node_missing_handle_is_failed_reply() {
 
 #[test]
 fn c_binder_transaction_to_a_weak_only_handle_is_failed_reply() {
-    // binder.c:3217-3218 asks for a strong ref: a weak-only one is logged
-    // (1031-1034) and the handle is invalid (3224-3226).
+    // binder_transaction, binder.c:3217-3218 asks for a strong ref: a
+    // weak-only one is logged (binder_get_ref_olocked, 1032-1034) and
+    // the handle is invalid (3223-3227).
     let mut run = c(WEAK_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(
@@ -1052,8 +1096,10 @@ fn c_binder_transaction_to_a_weak_only_handle_is_failed_reply() {
 
 #[test]
 fn rust_get_transaction_node_weak_only_handle_is_failed_reply() {
-    // process.rs:935 get_node_from_handle(handle, true): the strong clone
-    // of a weak-only NodeRef fails (node.rs:840-846), logged, EINVAL.
+    // Process::get_transaction_node, process.rs:933:
+    // get_node_from_handle(handle, true): the strong clone of a
+    // weak-only NodeRef fails (NodeRef::clone, node.rs:840-844),
+    // logged, EINVAL.
     let mut run = rust(WEAK_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(
@@ -1081,8 +1127,9 @@ const DEAD_NODE: &str = "procs 2
 
 #[test]
 fn c_binder_get_node_refs_for_txn_dead_node_is_dead_reply() {
-    // binder.c:2977-2984: the node's owner died (node->proc is NULL,
-    // 6236): BR_DEAD_REPLY, no target node (3248-3254).
+    // binder_get_node_refs_for_txn, binder.c:2975-2982: the node's
+    // owner died (node->proc is NULL, binder_node_release 6234):
+    // BR_DEAD_REPLY, no target node (binder_transaction, 3248-3255).
     let mut run = c(DEAD_NODE);
     assert_eq!(
         run.refs(0),
@@ -1096,13 +1143,14 @@ fn c_binder_get_node_refs_for_txn_dead_node_is_dead_reply() {
 
 #[test]
 fn rust_buffer_alloc_dead_target_is_dead_reply() {
-    // process.rs:943-950 clones the NodeRef of the dead node, then
-    // buffer_alloc finds the mapping gone (process.rs:1069, taken at
+    // Process::get_node_from_handle (process.rs:943-951) clones the
+    // NodeRef of the dead node, then Process::buffer_alloc finds the
+    // mapping gone (process.rs:1069, taken by deferred_release at
     // 1496): BinderError::new_dead, BR_DEAD_REPLY.
     //
-    // Not asserted: the log. copy_transaction_data prints a pr_warn for
-    // every failed buffer_alloc (thread.rs:1052-1058), which the model
-    // does not print (docs/conformance-commands.md).
+    // Not asserted: the log. Thread::copy_transaction_data prints a
+    // pr_warn for every failed buffer_alloc (thread.rs:1051-1060),
+    // which the model does not print (docs/conformance-commands.md).
     let mut run = rust(DEAD_NODE);
     assert_eq!(
         run.refs(0),
@@ -1115,20 +1163,25 @@ fn rust_buffer_alloc_dead_target_is_dead_reply() {
 
 #[test]
 fn c_binder_transaction_one_way_to_the_manager() {
-    // binder.c:3230-3235 the manager's node; 3822 BR_TRANSACTION_COMPLETE
-    // for the sender, binder_proc_transaction (2860-2958) queues it to
-    // the target (proc->todo, 2899-2900).
+    // binder_transaction, binder.c:3230-3235: the manager's node;
+    // BR_TRANSACTION_COMPLETE for the sender (3824),
+    // binder_proc_transaction (2860-2958) queues it to the target
+    // (proc->todo, 2899-2900).
     let run = c("procs 2
                  p1 set-manager
                  p0 send 0");
     let o = run.last();
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
     assert_eq!(
         reads(o, 0),
         ["transaction-complete"],
         "the sender is told it is sent"
     );
     assert_eq!(reads(o, 1), ["transaction"], "the manager reads it");
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "sent without a line"
+    );
     assert_eq!(run.buffers(1), 1, "the manager holds the buffer");
     assert_eq!(
         run.nodes(1),
@@ -1139,21 +1192,27 @@ fn c_binder_transaction_one_way_to_the_manager() {
 
 #[test]
 fn rust_oneway_transaction_inner_to_the_manager() {
-    // thread.rs:1457-1483: the manager's NodeRef (process.rs:927),
-    // the completion, then submit (transaction.rs:338-385).
+    // Thread::oneway_transaction_inner, thread.rs:1457-1484: the
+    // manager's NodeRef (Process::get_transaction_node,
+    // process.rs:927), the completion, then Transaction::submit
+    // (transaction.rs:338-385).
     let run = rust(
         "procs 2
                     p1 set-manager
                     p0 send 0",
     );
     let o = run.last();
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
     assert_eq!(
         reads(o, 0),
         ["transaction-complete"],
         "the sender is told it is sent"
     );
     assert_eq!(reads(o, 1), ["transaction"], "the manager reads it");
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "sent without a line"
+    );
     assert_eq!(run.buffers(1), 1, "the manager holds the buffer");
     assert_eq!(
         run.nodes(1),
@@ -1164,7 +1223,8 @@ fn rust_oneway_transaction_inner_to_the_manager() {
 
 #[test]
 fn c_binder_transaction_one_way_to_a_handle() {
-    // binder.c:3216-3222: a strong descriptor's node is the target.
+    // binder_transaction, binder.c:3216-3222: a strong descriptor's
+    // node is the target.
     let mut run = c(STRONG_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(log(o), NONE);
@@ -1178,7 +1238,8 @@ fn c_binder_transaction_one_way_to_a_handle() {
 
 #[test]
 fn rust_get_transaction_node_one_way_to_a_handle() {
-    // process.rs:935-941: the handle's NodeRef cloned strong.
+    // Process::get_transaction_node, process.rs:933-934: the handle's
+    // NodeRef cloned strong.
     let mut run = rust(STRONG_ONLY);
     let o = &run.step("p0 send 1");
     assert_eq!(log(o), NONE);
@@ -1194,16 +1255,21 @@ fn rust_get_transaction_node_one_way_to_a_handle() {
 
 #[test]
 fn c_binder_translate_binder_node_becomes_a_handle_of_the_receiver() {
-    // binder.c:2237-2289: the sender's node (made by binder_new_node,
-    // 794-812) gets a reference in the target, strong for
-    // BINDER_TYPE_BINDER, weak for BINDER_TYPE_WEAK_BINDER (2264-2272);
-    // its first reference queues the node's work on the sender's thread
-    // (target_list, 847-856): BR_INCREFS, BR_ACQUIRE.
+    // binder_translate_binder, binder.c:2237-2288: the sender's node
+    // (made by binder_new_node, 2247-2252) gets a reference in the
+    // target, strong for BINDER_TYPE_BINDER, weak for
+    // BINDER_TYPE_WEAK_BINDER (2266-2275); its first reference queues
+    // the node's work on the sender's thread (target_list,
+    // binder_inc_node_nilocked 843-856): BR_INCREFS, BR_ACQUIRE.
     let run = c("procs 2
                  p1 set-manager
                  p0 send 0 node 3 weak-node 4");
     let o = run.last();
-    assert_eq!(log(o), NONE);
+    assert_eq!(
+        log(o),
+        NONE,
+        "the new node's first strong ref is allowed (target_list)"
+    );
     assert_eq!(
         reads(o, 1),
         ["transaction handle 1 weak-handle 2"],
@@ -1229,9 +1295,11 @@ fn c_binder_translate_binder_node_becomes_a_handle_of_the_receiver() {
 
 #[test]
 fn rust_transfer_binder_object_node_becomes_a_handle_of_the_receiver() {
-    // thread.rs:711-722 get_node (process.rs:808-829) with its zero-to-one
-    // work deferred to the sender's thread (process.rs:263-283);
-    // allocation.rs:395-414 insert_or_update_handle in the receiver.
+    // Thread::translate_object, thread.rs:713-726: Process::get_node
+    // (process.rs:808-829) with its zero-to-one work deferred to the
+    // sender's thread (ProcessInner::new_node_ref_with_thread,
+    // process.rs:263-284); AllocationView::transfer_binder_object,
+    // allocation.rs:395-414: insert_or_update_handle in the receiver.
     let run = rust(
         "procs 2
                     p1 set-manager
@@ -1270,8 +1338,9 @@ const TWO_HANDLES: &str = "procs 3
 
 #[test]
 fn c_binder_translate_handle_to_a_handle_of_the_receiver() {
-    // binder.c:2337-2352: a node the target does not own gets a
-    // reference of the target's.
+    // binder_translate_handle, binder.c:2337-2356: a node the target
+    // does not own gets a reference of the target's, strong or weak as
+    // the object.
     let mut run = c(TWO_HANDLES);
     let o = &run.step("p1 send 2 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
@@ -1289,7 +1358,9 @@ fn c_binder_translate_handle_to_a_handle_of_the_receiver() {
 
 #[test]
 fn rust_transfer_binder_object_handle_to_a_handle_of_the_receiver() {
-    // thread.rs:724-730 get_node_from_handle; allocation.rs:395-402.
+    // Thread::translate_object, thread.rs:727-734:
+    // get_node_from_handle(strong);
+    // AllocationView::transfer_binder_object, allocation.rs:395-402.
     let mut run = rust(TWO_HANDLES);
     let o = &run.step("p1 send 2 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
@@ -1307,9 +1378,10 @@ fn rust_transfer_binder_object_handle_to_a_handle_of_the_receiver() {
 
 #[test]
 fn c_binder_translate_handle_back_to_the_receivers_own_node() {
-    // binder.c:2314-2336: the target owns the node: a binder object,
-    // with a local reference on the node (binder_inc_node_nilocked,
-    // internal 0); the buffer's release gives it back (2085-2098).
+    // binder_translate_handle, binder.c:2313-2336: the target owns the
+    // node: a binder object, with a local reference on the node
+    // (binder_inc_node_nilocked, internal 0); the buffer's release
+    // gives it back (binder_transaction_buffer_release, 2083-2101).
     let mut run = c(TWO_HANDLES);
     let o = &run.step("p1 send 1 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
@@ -1336,9 +1408,11 @@ fn c_binder_translate_handle_back_to_the_receivers_own_node() {
 
 #[test]
 fn rust_transfer_binder_object_back_to_the_receivers_own_node() {
-    // allocation.rs:376-394: the receiver owns the node: a binder object
-    // and one more count on the node (update_refcount); Allocation's drop
-    // gives it back (allocation.rs:427-436, process.rs:1031-1036).
+    // AllocationView::transfer_binder_object, allocation.rs:377-393:
+    // the receiver owns the node: a binder object and one more count on
+    // the node (update_refcount, 392); Allocation's drop gives it back
+    // (cleanup_object, allocation.rs:427-436; Process::update_node,
+    // process.rs:1031-1036).
     let mut run = rust(TWO_HANDLES);
     let o = &run.step("p1 send 1 handle 1 weak-handle 1");
     assert_eq!(log(o), NONE);
@@ -1370,10 +1444,10 @@ const MANAGER_SENDS: &str = "procs 3
 
 #[test]
 fn c_get_ref_desc_olocked_offset_zero_for_the_manager_node_in_a_transaction() {
-    // binder_translate_binder (2263-2265) inserts the manager's node in
-    // the target: get_ref_desc_olocked gives it offset 0 whoever inserts
-    // it (1074), so descriptor 0; a handle object does the same
-    // (binder_translate_handle, 2342-2344).
+    // binder_translate_binder (binder.c:2266-2268) inserts the
+    // manager's node in the target: get_ref_desc_olocked gives it
+    // offset 0 whoever inserts it (1074), so descriptor 0; a handle
+    // object does the same (binder_translate_handle, 2341-2343).
     let mut run = c(MANAGER_SENDS);
     let o = &run.step("p1 send 1 node 0");
     assert_eq!(
@@ -1398,8 +1472,9 @@ fn c_get_ref_desc_olocked_offset_zero_for_the_manager_node_in_a_transaction() {
 
 #[test]
 fn rust_transfer_binder_object_inserts_as_non_manager() {
-    // allocation.rs:397-401: insert_or_update_handle(node_ref, false):
-    // start 1 (process.rs:858), whatever the node.
+    // AllocationView::transfer_binder_object, allocation.rs:396-400:
+    // insert_or_update_handle(node_ref, false): start 1
+    // (process.rs:858), whatever the node.
     let mut run = rust(MANAGER_SENDS);
     let o = &run.step("p1 send 1 node 0");
     assert_eq!(
@@ -1426,10 +1501,11 @@ fn rust_transfer_binder_object_inserts_as_non_manager() {
 
 #[test]
 fn c_binder_translate_handle_invalid_handle_fails_the_transaction() {
-    // binder.c:2300-2307: no such descriptor: logged, EINVAL; 3567-3573
-    // "translate handle failed", BR_FAILED_REPLY; the objects translated
-    // so far and the target's strong ref are released (3848-3868): the
-    // new node p1:7 is gone before its owner hears of it.
+    // binder_translate_handle, binder.c:2300-2306: no such descriptor:
+    // logged, EINVAL; binder_transaction 3557-3574 "translate handle
+    // failed", BR_FAILED_REPLY; the objects translated so far and the
+    // target's strong ref are released (3848-3868): the new node p1:7
+    // is gone before its owner hears of it.
     let mut run = c(STRONG_ONLY);
     let o = &run.step("p0 send 1 node 7 handle 9");
     assert_eq!(
@@ -1461,10 +1537,12 @@ fn c_binder_translate_handle_invalid_handle_fails_the_transaction() {
 
 #[test]
 fn rust_translate_object_invalid_handle_fails_the_transaction() {
-    // thread.rs:724-727: ENOENT; 1114-1123 logged, transaction.rs:176-182
-    // pr_warn; the NewAllocation's drop releases the objects translated
-    // so far (allocation.rs:259-266); BR_FAILED_REPLY with its source
-    // logged (thread.rs:1312-1340).
+    // Thread::translate_object, thread.rs:731: ENOENT;
+    // copy_transaction_data logs it (thread.rs:1118-1122),
+    // Transaction::new pr_warns (transaction.rs:176-182); the
+    // NewAllocation's drop releases the objects translated so far
+    // (allocation.rs:260-266); BR_FAILED_REPLY with its source logged
+    // (thread.rs:1312-1340).
     let mut run = rust(STRONG_ONLY);
     let o = &run.step("p0 send 1 node 7 handle 9");
     assert_eq!(
@@ -1494,10 +1572,10 @@ fn rust_translate_object_invalid_handle_fails_the_transaction() {
 
 #[test]
 fn c_binder_proc_transaction_queues_one_way_behind_an_unfreed_buffer() {
-    // binder.c:2873-2878: a node with a one-way transaction outstanding
-    // queues the next on its async_todo (2911); binder_free_buf moves the
-    // next to the process's list, or clears has_async_transaction
-    // (4107-4123).
+    // binder_proc_transaction, binder.c:2873-2878: a node with a
+    // one-way transaction outstanding queues the next on its async_todo
+    // (2913); binder_free_buf moves the next to the process's list, or
+    // clears has_async_transaction (4107-4124).
     let mut run = c("procs 2
                      p1 set-manager
                      p0 send 0");
@@ -1528,10 +1606,10 @@ fn c_binder_proc_transaction_queues_one_way_behind_an_unfreed_buffer() {
 
 #[test]
 fn rust_submit_oneway_queues_behind_an_unfreed_buffer() {
-    // node.rs:531-548: with has_oneway_transaction the next goes to
-    // oneway_todo; Allocation's drop calls pending_oneway_finished
-    // (allocation.rs:253-255, node.rs:565-591), which pushes the next or
-    // clears the flag.
+    // Node::submit_oneway, node.rs:531-548: with has_oneway_transaction
+    // the next goes to oneway_todo; Allocation's drop calls
+    // Node::pending_oneway_finished (allocation.rs:254-256,
+    // node.rs:565-591), which pushes the next or clears the flag.
     let mut run = rust(
         "procs 2
                         p1 set-manager
@@ -1564,9 +1642,10 @@ fn rust_submit_oneway_queues_behind_an_unfreed_buffer() {
 
 #[test]
 fn c_binder_transaction_buffer_release_drops_the_objects_and_the_target_ref() {
-    // binder.c:2060-2061 the target node's strong ref; 2085-2119 each
-    // object: a handle's count (binder_dec_ref_for_handle), whose last
-    // removes the ref and tells the node's owner.
+    // binder_transaction_buffer_release, binder.c:2060-2061: the target
+    // node's strong ref; 2102-2120 each handle object's count
+    // (binder_dec_ref_for_handle), whose last removes the ref and tells
+    // the node's owner.
     let mut run = c(STRONG_ONLY);
     assert_eq!(
         run.nodes(0),
@@ -1595,8 +1674,9 @@ fn c_binder_transaction_buffer_release_drops_the_objects_and_the_target_ref() {
 
 #[test]
 fn rust_allocation_drop_releases_the_objects_and_the_target_ref() {
-    // allocation.rs:257 the target NodeRef dropped; 259-266 each object
-    // cleaned up (cleanup_object, 422-461: update_ref on a handle).
+    // Allocation's drop, allocation.rs:258: the target NodeRef dropped;
+    // 260-266 each object cleaned up (AllocationView::cleanup_object,
+    // allocation.rs:422-461: update_ref on a handle).
     let mut run = rust(STRONG_ONLY);
     assert_eq!(
         run.nodes(0),
@@ -1625,23 +1705,25 @@ fn rust_allocation_drop_releases_the_objects_and_the_target_ref() {
 
 #[test]
 fn c_binder_transaction_buffer_release_bad_handle_is_a_pr_err() {
-    // binder.c:2108-2115: the handle the buffer counted is gone (the
-    // receiver dropped it itself): pr_err, nothing else.
+    // binder_transaction_buffer_release, binder.c:2109-2116: the handle
+    // the buffer counted is gone (the receiver dropped it itself):
+    // pr_err, nothing else.
     let mut run = c(STRONG_ONLY);
     run.step("p0 release 1");
     let o = &run.step("p0 free");
-    assert_eq!(log(o), ["bad-buffer-object"]);
+    assert_eq!(log(o), ["bad-buffer-object"], "the gone handle is a pr_err");
 }
 
 #[test]
 fn rust_cleanup_object_missing_handle_is_no_such_ref() {
-    // allocation.rs:450-458 update_ref on the gone handle: "no such ref"
-    // (process.rs:1021-1025); Allocation's drop warns only on an Err,
-    // and update_ref returns Ok (allocation.rs:261-265).
+    // AllocationView::cleanup_object, allocation.rs:438-447: update_ref
+    // on the gone handle: "no such ref" (process.rs:1021-1025);
+    // Allocation's drop warns only on an Err, and update_ref returns Ok
+    // (allocation.rs:263-265).
     let mut run = rust(STRONG_ONLY);
     run.step("p0 release 1");
     let o = &run.step("p0 free");
-    assert_eq!(log(o), ["invalid-ref 1"]);
+    assert_eq!(log(o), ["invalid-ref 1"], "the gone handle is no such ref");
 }
 
 // ---- death notifications ------------------------------------------------------
@@ -1655,10 +1737,15 @@ const DEATH: &str = "procs 2
 
 #[test]
 fn c_binder_thread_write_death_commands_on_a_missing_ref() {
-    // binder.c:4429-4441: no such descriptor (weak or strong): logged.
+    // binder_thread_write, binder.c:4429-4440: no such descriptor (weak
+    // or strong): logged.
     let mut run = c("procs 1
                      p0 death 5 1");
-    assert_eq!(log(run.last()), ["death-invalid-ref request"]);
+    assert_eq!(
+        log(run.last()),
+        ["death-invalid-ref request"],
+        "a request on no ref is logged"
+    );
     assert_eq!(
         log(&run.step("p0 clear-death 5 1")),
         ["death-invalid-ref clear"]
@@ -1667,12 +1754,17 @@ fn c_binder_thread_write_death_commands_on_a_missing_ref() {
 
 #[test]
 fn rust_request_and_clear_death_on_a_missing_ref() {
-    // process.rs:1280-1286 and 1334-1340: no such handle: logged.
+    // Process::request_death, process.rs:1280-1286, and
+    // Process::clear_death, 1334-1340: no such handle: logged.
     let mut run = rust(
         "procs 1
                         p0 death 5 1",
     );
-    assert_eq!(log(run.last()), ["death-invalid-ref request"]);
+    assert_eq!(
+        log(run.last()),
+        ["death-invalid-ref request"],
+        "a request on no ref is logged"
+    );
     assert_eq!(
         log(&run.step("p0 clear-death 5 1")),
         ["death-invalid-ref clear"]
@@ -1681,13 +1773,18 @@ fn rust_request_and_clear_death_on_a_missing_ref() {
 
 #[test]
 fn c_binder_thread_write_death_already_set_not_active_and_cookie_mismatch() {
-    // binder.c:4454-4463 one notification per ref; 4476-4482 clearing
-    // none; 4484-4493 clearing another cookie; 4494-4512 a clear on a live
-    // node queues BR_CLEAR_DEATH_NOTIFICATION_DONE on the looper thread.
+    // binder_thread_write, binder.c:4454-4461: one notification per
+    // ref; 4476-4482 clearing none; 4484-4493 clearing another cookie;
+    // 4495-4510 a clear on a live node queues
+    // BR_CLEAR_DEATH_NOTIFICATION_DONE on the looper thread.
     let mut run = c(DEATH);
     assert_eq!(log(run.last()), NONE);
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0 d7"]);
-    assert_eq!(log(&run.step("p0 death 0 8")), ["death-already-set"]);
+    assert_eq!(
+        log(&run.step("p0 death 0 8")),
+        ["death-already-set"],
+        "one notification per ref"
+    );
     assert_eq!(
         run.refs(0),
         ["h0 p1:0 s1 w0 d7"],
@@ -1706,12 +1803,18 @@ fn c_binder_thread_write_death_already_set_not_active_and_cookie_mismatch() {
 
 #[test]
 fn rust_request_and_clear_death_already_set_not_active_and_cookie_mismatch() {
-    // process.rs:1289-1295, 1342-1356; set_cleared on a live node
-    // (node.rs:1007-1033) and push_work_if_looper (process.rs:1360-1367).
+    // Process::request_death, process.rs:1289-1295;
+    // Process::clear_death, 1342-1356; NodeDeath::set_cleared on a live
+    // node (node.rs:1007-1033) and push_work_if_looper
+    // (process.rs:1360-1367).
     let mut run = rust(DEATH);
     assert_eq!(log(run.last()), NONE);
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0 d7"]);
-    assert_eq!(log(&run.step("p0 death 0 8")), ["death-already-set"]);
+    assert_eq!(
+        log(&run.step("p0 death 0 8")),
+        ["death-already-set"],
+        "one notification per ref"
+    );
     assert_eq!(
         run.refs(0),
         ["h0 p1:0 s1 w0 d7"],
@@ -1730,14 +1833,19 @@ fn rust_request_and_clear_death_already_set_not_active_and_cookie_mismatch() {
 
 #[test]
 fn c_binder_node_release_delivers_the_death_notification() {
-    // binder.c:6251-6266: the dying owner's node queues each ref's death
-    // as BR_DEAD_BINDER to the holder; read, it moves to delivered_death
-    // (4985-4989), BC_DEAD_BINDER_DONE takes it off (4520-4551); the ref
-    // keeps its notification until cleared, and a clear then is done at
-    // once (4494-4512).
+    // binder_node_release, binder.c:6252-6263: the dying owner's node
+    // queues each ref's death as BR_DEAD_BINDER to the holder; read, it
+    // moves to delivered_death (binder_thread_read, 4982-4986),
+    // BC_DEAD_BINDER_DONE takes it off (4529-4551); the ref keeps its
+    // notification until cleared, and a clear then is done at once
+    // (4495-4510).
     let mut run = c(DEATH);
     let o = &run.step("p1 exit");
-    assert_eq!(reads(o, 0), ["dead-binder 7"]);
+    assert_eq!(
+        reads(o, 0),
+        ["dead-binder 7"],
+        "the owner's death is delivered"
+    );
     assert_eq!(log(o), NONE, "BC_DEAD_BINDER_DONE found it");
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0 d7"]);
     let o = &run.step("p0 clear-death 0 7");
@@ -1747,13 +1855,19 @@ fn c_binder_node_release_delivers_the_death_notification() {
 
 #[test]
 fn rust_node_release_sets_the_death_dead() {
-    // node.rs:550-563 and 1049-1070: each death on the node is pushed to
-    // its process; do_work (1102-1141) delivers BR_DEAD_BINDER and files
-    // it as delivered; dead_binder_done (process.rs:1377-1382) marks it
-    // done; a clear then queues BR_CLEAR_DEATH_NOTIFICATION_DONE.
+    // Node::release, node.rs:558-562, and NodeDeath::set_dead,
+    // node.rs:1049-1070: each death on the node is pushed to its
+    // process; NodeDeath::do_work (node.rs:1102-1141) delivers
+    // BR_DEAD_BINDER and files it as delivered;
+    // Process::dead_binder_done (process.rs:1377-1382) marks it done; a
+    // clear then queues BR_CLEAR_DEATH_NOTIFICATION_DONE.
     let mut run = rust(DEATH);
     let o = &run.step("p1 exit");
-    assert_eq!(reads(o, 0), ["dead-binder 7"]);
+    assert_eq!(
+        reads(o, 0),
+        ["dead-binder 7"],
+        "the owner's death is delivered"
+    );
     assert_eq!(log(o), NONE);
     assert_eq!(run.refs(0), ["h0 p1:0 s1 w0 d7"]);
     let o = &run.step("p0 clear-death 0 7");
@@ -1763,20 +1877,25 @@ fn rust_node_release_sets_the_death_dead() {
 
 #[test]
 fn c_binder_thread_write_death_requested_on_a_dead_node_is_delivered_at_once() {
-    // binder.c:4468-4476: the node's owner is already gone: BR_DEAD_BINDER
-    // queued with the request.
+    // binder_thread_write, binder.c:4466-4475: the node's owner is
+    // already gone: BR_DEAD_BINDER queued with the request.
     let mut run = c("procs 2
                      p1 set-manager
                      p0 acquire 0
                      p1 exit");
     let o = &run.step("p0 death 0 7");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 0), ["dead-binder 7"]);
+    assert_eq!(
+        reads(o, 0),
+        ["dead-binder 7"],
+        "a dead node's notification comes at once"
+    );
 }
 
 #[test]
 fn rust_request_death_on_a_dead_node_is_delivered_at_once() {
-    // process.rs:1310-1314: the owner is dead: set_dead at once.
+    // Process::request_death, process.rs:1310-1314: the owner is dead:
+    // set_dead at once.
     let mut run = rust(
         "procs 2
                         p1 set-manager
@@ -1785,16 +1904,25 @@ fn rust_request_death_on_a_dead_node_is_delivered_at_once() {
     );
     let o = &run.step("p0 death 0 7");
     assert_eq!(log(o), NONE);
-    assert_eq!(reads(o, 0), ["dead-binder 7"]);
+    assert_eq!(
+        reads(o, 0),
+        ["dead-binder 7"],
+        "a dead node's notification comes at once"
+    );
 }
 
 #[test]
 fn c_binder_cleanup_ref_olocked_drops_the_death_with_the_ref() {
-    // binder.c:1226-1233: the ref's death goes with it; the node no
-    // longer lists the ref (1212), so its owner's death tells no one.
+    // binder_cleanup_ref_olocked, binder.c:1216-1223: the ref's death
+    // goes with it; the node no longer lists the ref (1201), so its
+    // owner's death tells no one.
     let mut run = c(DEATH);
     run.step("p0 release 0");
-    assert_eq!(run.refs(0), NONE);
+    assert_eq!(
+        run.refs(0),
+        NONE,
+        "the last count removes the ref, death and all"
+    );
     let o = &run.step("p1 exit");
     assert_eq!(reads(o, 0), NONE, "no notification for a dropped ref");
     assert_eq!(log(o), NONE);
@@ -1802,8 +1930,9 @@ fn c_binder_cleanup_ref_olocked_drops_the_death_with_the_ref() {
 
 #[test]
 fn rust_update_ref_aborts_the_death_with_the_ref() {
-    // process.rs:987-996: set_cleared(abort) takes the death off the
-    // node's list (node.rs:1007-1033); the owner's death tells no one.
+    // Process::update_ref, process.rs:989-992: set_cleared(abort) takes
+    // the death off the node's list (NodeDeath::set_cleared,
+    // node.rs:1007-1033); the owner's death tells no one.
     let mut run = rust(DEATH);
     run.step("p0 release 0");
     assert_eq!(run.refs(0), NONE);
@@ -1821,15 +1950,20 @@ const HOLDER: &str = "procs 2
 
 #[test]
 fn c_binder_deferred_release_releases_the_refs_and_tells_the_owners() {
-    // binder.c:6338-6349: each ref of the dying process is cleaned up
-    // (binder_cleanup_ref_olocked, 1182-1241), which drops the node's
-    // internal refs and queues its work to the owner: BR_RELEASE,
-    // BR_DECREFS. The buffers are freed without releasing their objects
-    // (the refs are gone already): nothing logged.
+    // binder_deferred_release, binder.c:6340-6349: each ref of the
+    // dying process is cleaned up (binder_cleanup_ref_olocked,
+    // 1182-1231), which drops the node's internal refs and queues its
+    // work to the owner: BR_RELEASE, BR_DECREFS. The buffers are freed
+    // without releasing their objects (the refs are gone already):
+    // nothing logged.
     let mut run = c(HOLDER);
     let o = &run.step("p1 exit");
     assert_eq!(ret(o), "0");
-    assert_eq!(reads(o, 0), ["release 3", "decrefs 3"]);
+    assert_eq!(
+        reads(o, 0),
+        ["release 3", "decrefs 3"],
+        "the owner hears its node lost its users"
+    );
     assert_eq!(log(o), NONE);
     assert!(!run.alive(1));
     assert_eq!(run.refs(1), NONE);
@@ -1838,15 +1972,20 @@ fn c_binder_deferred_release_releases_the_refs_and_tells_the_owners() {
 
 #[test]
 fn rust_deferred_release_drops_the_refs_and_tells_the_owners() {
-    // process.rs:1448-1476: the NodeRefInfos are taken off their nodes
-    // and dropped (NodeRef's drop, node.rs:903-916, pushes the node to
-    // its owner); the buffers' allocations are dropped last (1491-1507),
-    // their handles found gone on a dead process, which is not logged
+    // Process::deferred_release, process.rs:1450-1476: the NodeRefInfos
+    // are taken off their nodes and dropped (NodeRef's drop,
+    // node.rs:901-916, pushes the node to its owner); the buffers'
+    // allocations are dropped last (process.rs:1495-1510), their
+    // handles found gone on a dead process, which is not logged
     // (process.rs:1021-1025).
     let mut run = rust(HOLDER);
     let o = &run.step("p1 exit");
     assert_eq!(ret(o), "0");
-    assert_eq!(reads(o, 0), ["release 3", "decrefs 3"]);
+    assert_eq!(
+        reads(o, 0),
+        ["release 3", "decrefs 3"],
+        "the owner hears its node lost its users"
+    );
     assert_eq!(log(o), NONE);
     assert!(!run.alive(1));
     assert_eq!(run.refs(1), NONE);
@@ -1855,9 +1994,9 @@ fn rust_deferred_release_drops_the_refs_and_tells_the_owners() {
 
 #[test]
 fn c_binder_deferred_release_keeps_the_refs_to_its_dead_nodes() {
-    // binder.c:6226-6248: a node with refs from others outlives its
-    // owner (proc NULL, local counts zeroed); the refs stay, and their
-    // last count frees it quietly.
+    // binder_node_release, binder.c:6226-6236: a node with refs from
+    // others outlives its owner (proc NULL, local counts zeroed); the
+    // refs stay, and their last count frees it quietly.
     let mut run = c(HOLDER);
     let o = &run.step("p0 exit");
     assert_eq!((reads(o, 1), log(o)), (vec![], vec![]));
@@ -1873,8 +2012,9 @@ fn c_binder_deferred_release_keeps_the_refs_to_its_dead_nodes() {
 
 #[test]
 fn rust_deferred_release_keeps_the_refs_to_its_dead_nodes() {
-    // process.rs:1440-1447: Node::release only cancels the one-way queue
-    // and sets the deaths; others' NodeRefs keep the node.
+    // Process::deferred_release, process.rs:1439-1447: Node::release
+    // only cancels the one-way queue and sets the deaths
+    // (node.rs:550-563); others' NodeRefs keep the node.
     let mut run = rust(HOLDER);
     let o = &run.step("p0 exit");
     assert_eq!((reads(o, 1), log(o)), (vec![], vec![]));
@@ -1890,21 +2030,27 @@ fn rust_deferred_release_keeps_the_refs_to_its_dead_nodes() {
 
 #[test]
 fn c_binder_node_release_logs_the_queued_one_way_transactions() {
-    // binder.c:6217 binder_release_work on the node's async_todo: each
-    // undelivered one-way transaction logged (1767-1778).
+    // binder_node_release, binder.c:6217: binder_release_work on the
+    // node's async_todo: each undelivered one-way transaction logged
+    // (binder_cleanup_transaction, 1767-1779).
     let mut run = c("procs 2
                      p1 set-manager
                      p0 send 0
                      p0 send 0");
     let o = &run.step("p1 exit");
-    assert_eq!(log(o), ["undelivered-transaction"]);
+    assert_eq!(
+        log(o),
+        ["undelivered-transaction"],
+        "the queued one-way transaction is logged"
+    );
     assert_eq!(reads(o, 0), NONE);
 }
 
 #[test]
 fn rust_node_release_cancels_the_queued_one_way_transactions() {
-    // node.rs:550-556: each queued one-way transaction is cancelled,
-    // logged (transaction.rs:552-567).
+    // Node::release, node.rs:552-556: each queued one-way transaction
+    // is cancelled, logged (Transaction::cancel,
+    // transaction.rs:555-572).
     let mut run = rust(
         "procs 2
                         p1 set-manager
@@ -1912,7 +2058,11 @@ fn rust_node_release_cancels_the_queued_one_way_transactions() {
                         p0 send 0",
     );
     let o = &run.step("p1 exit");
-    assert_eq!(log(o), ["undelivered-transaction"]);
+    assert_eq!(
+        log(o),
+        ["undelivered-transaction"],
+        "the queued one-way transaction is logged"
+    );
     assert_eq!(reads(o, 0), NONE);
 }
 
@@ -1920,7 +2070,8 @@ fn rust_node_release_cancels_the_queued_one_way_transactions() {
 
 #[test]
 fn c_binder_ioctl_get_node_info_for_ref_eperm_unless_manager() {
-    // binder.c:5576-5582: only the process owning the manager node.
+    // binder_ioctl_get_node_info_for_ref, binder.c:5579-5585: only the
+    // process owning the manager node.
     let mut run = c("procs 2
                      p0 node-info 0");
     assert_eq!(ret(run.last()), "EPERM", "no manager at all");
@@ -1931,7 +2082,8 @@ fn c_binder_ioctl_get_node_info_for_ref_eperm_unless_manager() {
 
 #[test]
 fn rust_get_node_info_from_ref_eperm_unless_manager() {
-    // process.rs:1235-1238: only a process that is_manager.
+    // Process::get_node_info_from_ref, process.rs:1235-1238: only a
+    // process that is_manager.
     let mut run = rust(
         "procs 2
                         p0 node-info 0",
@@ -1944,9 +2096,10 @@ fn rust_get_node_info_from_ref_eperm_unless_manager() {
 
 #[test]
 fn c_binder_ioctl_get_node_info_for_ref_einval_for_a_missing_or_weak_ref() {
-    // binder.c:5584-5586: binder_get_node_from_ref(need_strong_ref):
-    // EINVAL for no such descriptor, and for a weak-only one (logged,
-    // 1031-1034).
+    // binder_ioctl_get_node_info_for_ref, binder.c:5587-5589:
+    // binder_get_node_from_ref(need_strong_ref): EINVAL for no such
+    // descriptor, and for a weak-only one (logged,
+    // binder_get_ref_olocked 1032-1034).
     let mut run = c(WEAK_ONLY);
     let o = &run.step("p0 node-info 5");
     assert_eq!((ret(o), log(o)), ("EINVAL".into(), vec![]));
@@ -1957,10 +2110,15 @@ fn c_binder_ioctl_get_node_info_for_ref_einval_for_a_missing_or_weak_ref() {
 
 #[test]
 fn rust_get_node_info_from_ref_enoent_for_a_missing_ref_counts_a_weak_one() {
-    // process.rs:1242: ENOENT for no such handle; no strong ref needed.
+    // Process::get_node_info_from_ref, process.rs:1242: ENOENT for no
+    // such handle; no strong ref needed.
     let mut run = rust(WEAK_ONLY);
     let o = &run.step("p0 node-info 5");
-    assert_eq!((ret(o), log(o)), ("ENOENT".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("ENOENT".into(), vec![]),
+        "no such handle: ENOENT"
+    );
     let o = &run.step("p0 node-info 1");
     assert_eq!(ret(o), "strong 0 weak 1", "a weak-only ref is answered");
     assert_eq!(log(o), NONE);
@@ -1968,22 +2126,32 @@ fn rust_get_node_info_from_ref_enoent_for_a_missing_ref_counts_a_weak_one() {
 
 #[test]
 fn c_binder_ioctl_get_node_info_for_ref_counts_local_and_internal_strong_local_weak() {
-    // binder.c:5588-5590: strong = local + internal strong refs, weak =
-    // local weak refs only (a ref's weak count is no local ref).
+    // binder_ioctl_get_node_info_for_ref, binder.c:5591-5593: strong =
+    // local + internal strong refs, weak = local weak refs only (a
+    // ref's weak count is no local ref).
     let mut run = c(STRONG_ONLY);
     run.step("p0 increfs 1");
     assert_eq!(run.refs(0), ["h1 p1:1 s1 w1"]);
-    assert_eq!(ret(&run.step("p0 node-info 1")), "strong 1 weak 0");
+    assert_eq!(
+        ret(&run.step("p0 node-info 1")),
+        "strong 1 weak 0",
+        "internal and local strong, local weak"
+    );
 }
 
 #[test]
 fn rust_get_node_info_from_ref_counts_the_nodes_counts() {
-    // process.rs:1245, node.rs:492-500: the node's strong and weak counts
-    // (one per NodeRef holding each).
+    // Process::get_node_info_from_ref, process.rs:1245,
+    // Node::populate_counts, node.rs:492-500: the node's strong and
+    // weak counts (one per NodeRef holding each).
     let mut run = rust(STRONG_ONLY);
     run.step("p0 increfs 1");
     assert_eq!(run.refs(0), ["h1 p1:1 s1 w1"]);
-    assert_eq!(ret(&run.step("p0 node-info 1")), "strong 1 weak 1");
+    assert_eq!(
+        ret(&run.step("p0 node-info 1")),
+        "strong 1 weak 1",
+        "the node's strong and weak counts"
+    );
 }
 
 // ---- node work: BR_INCREFS, BR_ACQUIRE, BR_RELEASE, BR_DECREFS ---------------
@@ -1995,10 +2163,11 @@ const NODE_WORK: &str = "procs 2
 
 #[test]
 fn c_binder_thread_read_node_work_follows_the_counts() {
-    // binder.c:4866-4945: BR_INCREFS when the node gains its first weak
-    // user, BR_ACQUIRE its first strong one, BR_RELEASE and BR_DECREFS
-    // when they go; BC_INCREFS_DONE/BC_ACQUIRE_DONE (4220-4285) give the
-    // local refs of the request back.
+    // binder_thread_read, binder.c:4870-4950: BR_INCREFS when the node
+    // gains its first weak user, BR_ACQUIRE its first strong one,
+    // BR_RELEASE and BR_DECREFS when they go;
+    // BC_INCREFS_DONE/BC_ACQUIRE_DONE (binder_thread_write, 4225-4285)
+    // give the local refs of the request back.
     let mut run = c(NODE_WORK);
     assert_eq!(reads(run.last(), 0), ["transaction-complete", "increfs 3"]);
     assert_eq!(run.nodes(0), ["n3 s0 w0 hw"]);
@@ -2030,11 +2199,13 @@ fn c_binder_thread_read_node_work_follows_the_counts() {
 
 #[test]
 fn rust_do_work_locked_follows_the_counts_and_an_empty_read_is_eagain() {
-    // node.rs:611-661: the same four from the node's counts against its
-    // has_count flags; update_refcount_locked (384-422) pushes the node
+    // Node::do_work_locked, node.rs:611-661: the same four from the
+    // node's counts against its has_count flags;
+    // Node::update_refcount_locked (node.rs:384-422) pushes the node
     // when a count reaches 0 with its has_count set, even if the other
-    // count keeps it: the read then writes nothing and fails with EAGAIN,
-    // logged (thread.rs:1600-1618, 1655-1667).
+    // count keeps it: Thread::read then writes nothing and fails with
+    // EAGAIN (thread.rs:1606-1617), logged (Thread::write_read,
+    // thread.rs:1660-1667).
     let mut run = rust(NODE_WORK);
     assert_eq!(reads(run.last(), 0), ["transaction-complete", "increfs 3"]);
     assert_eq!(run.nodes(0), ["n3 s0 w1 hw"]);
@@ -2069,9 +2240,11 @@ fn rust_do_work_locked_follows_the_counts_and_an_empty_read_is_eagain() {
 
 #[test]
 fn c_needs_names_the_commands_that_take_context_mgr_node_lock() {
-    // binder.c:5531 (BINDER_SET_CONTEXT_MGR), 5577 (node info), 6286
-    // (a process's release), 3230 (a transaction to 0), 4172 (BC_INCREFS
-    // and BC_ACQUIRE 0); nothing else takes it.
+    // context_mgr_node_lock is taken by binder_ioctl_set_ctx_mgr
+    // (binder.c:5531), binder_ioctl_get_node_info_for_ref (5579),
+    // binder_deferred_release (6286), binder_transaction to 0 (3230)
+    // and binder_thread_write's BC_INCREFS/BC_ACQUIRE 0 (4173); nothing
+    // else takes it.
     let needs = |line: &str| CDriver::needs(&parse_step(line).command).context_manager;
     for line in [
         "p0 set-manager",
@@ -2099,10 +2272,11 @@ fn c_needs_names_the_commands_that_take_context_mgr_node_lock() {
 
 #[test]
 fn c_binder_thread_write_keeps_context_mgr_node_lock_across_inc_ref_for_node() {
-    // binder.c:4172-4186: BC_ACQUIRE 0 holds context_mgr_node_lock while
-    // binder_inc_ref_for_node allocates the new ref (1470-1475): the
-    // manager's death and a transaction to 0 wait for it; a command that
-    // does not take the lock runs meanwhile.
+    // binder_thread_write, binder.c:4173-4186: BC_ACQUIRE 0 holds
+    // context_mgr_node_lock while binder_inc_ref_for_node allocates the
+    // new ref (1470-1475): the manager's death and a transaction to 0
+    // wait for it; a command that does not take the lock runs
+    // meanwhile.
     let mut run = c("procs 3
                      p1 set-manager");
     let mut window = Window::at(AllocSite::Ref, &["p2 send 0", "p1 exit", "p2 acquire 5"]);
@@ -2134,11 +2308,12 @@ fn c_binder_thread_write_keeps_context_mgr_node_lock_across_inc_ref_for_node() {
 
 #[test]
 fn rust_get_manager_node_releases_the_context_lock_before_the_insert() {
-    // context.rs:136-147 clones the manager's NodeRef under the manager
-    // lock and returns; insert_or_update_handle (process.rs:972) allocates
-    // holding none of the context's locks: a transaction to 0 and the
-    // manager's release run in the window, and the insert completes with
-    // the NodeRef it holds.
+    // Context::get_manager_node, context.rs:136-144, clones the
+    // manager's NodeRef under the manager lock and returns;
+    // insert_or_update_handle (process.rs:972) allocates holding none
+    // of the context's locks: a transaction to 0 and the manager's
+    // release run in the window, and the insert completes with the
+    // NodeRef it holds.
     let mut run = rust(
         "procs 3
                         p1 set-manager",
@@ -2180,9 +2355,10 @@ const NEW_MANAGER: [&str; 2] = ["p3 exit", "p1 set-manager"];
 
 #[test]
 fn c_get_ref_desc_olocked_offset_zero_for_the_current_manager_node_at_each_pick() {
-    // binder.c:1074: the offset is decided when get_ref_desc_olocked
-    // runs, against the context's manager node then: a node that became
-    // the manager's while the new ref was allocated (1471-1476) gets 0.
+    // get_ref_desc_olocked, binder.c:1074: the offset is decided when
+    // it runs, against the context's manager node then: a node that
+    // became the manager's while binder_inc_ref_for_node allocated the
+    // new ref (1470-1476) gets 0.
     let mut plain = c(PICK);
     assert_eq!(
         reads(&plain.step(PICK_STEP), 0),
@@ -2203,11 +2379,11 @@ fn c_get_ref_desc_olocked_offset_zero_for_the_current_manager_node_at_each_pick(
 
 #[test]
 fn c_get_ref_desc_olocked_offset_zero_for_the_current_manager_node_at_each_retry() {
-    // binder.c:1145-1146: a grow sends binder_get_ref_for_node_olocked
-    // back to retry:, and get_ref_desc_olocked decides the offset again
-    // (1074): p0 holds 1..63, so the first pick finds no room from 1;
-    // while the map grows (1089-1094) p1:0 becomes the manager's node,
-    // and the retry gives it the free descriptor 0.
+    // binder_get_ref_for_node_olocked, binder.c:1145-1146: a grow sends
+    // it back to retry:, and get_ref_desc_olocked decides the offset
+    // again (1074): p0 holds 1..63, so the first pick finds no room
+    // from 1; while the map grows (1089-1094) p1:0 becomes the
+    // manager's node, and the retry gives it the free descriptor 0.
     let program = format!("{PICK}\np3 send 4 nodes 100 63");
     let mut plain = c(&program);
     assert_eq!(reads(&plain.step(PICK_STEP), 0), ["transaction handle 64"]);
@@ -2224,9 +2400,10 @@ fn c_get_ref_desc_olocked_offset_zero_for_the_current_manager_node_at_each_retry
 
 #[test]
 fn rust_insert_or_update_handle_is_manager_is_the_callers_for_good() {
-    // process.rs:831-835, 858: is_manager is the caller's argument,
-    // false from transfer_binder_object (allocation.rs:401), whatever the
-    // manager becomes while the insert allocates or grows.
+    // Process::insert_or_update_handle, process.rs:831-835, 858:
+    // is_manager is the caller's argument, false from
+    // transfer_binder_object (allocation.rs:400), whatever the manager
+    // becomes while the insert allocates or grows.
     for (site, extra, handle) in [
         (AllocSite::Ref, "", "transaction handle 1"),
         (
@@ -2247,9 +2424,10 @@ fn rust_insert_or_update_handle_is_manager_is_the_callers_for_good() {
 
 #[test]
 fn c_binder_inc_ref_for_node_enomem_falls_back_to_update_ref_for_handle() {
-    // binder.c:1472-1474 ENOMEM when the new ref cannot be allocated;
-    // binder_thread_write then tries descriptor 0 itself (4187-4190):
-    // none, an invalid ref (4211-4216).
+    // binder_inc_ref_for_node, binder.c:1472-1474: ENOMEM when the new
+    // ref cannot be allocated; binder_thread_write then tries
+    // descriptor 0 itself (4188-4191): none, an invalid ref
+    // (4212-4217); a stale descriptor 0 is counted.
     let mut run = c("procs 2
                      p1 set-manager");
     let o = &run.step_in("p0 acquire 0", &mut Window::failing(AllocSite::Ref));
@@ -2259,7 +2437,11 @@ fn c_binder_inc_ref_for_node_enomem_falls_back_to_update_ref_for_handle() {
     // With a stale descriptor 0, that one is counted instead.
     let mut run = c(STALE_ZERO);
     let o = &run.step_in("p1 increfs 0", &mut Window::failing(AllocSite::Ref));
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "the fallback finds descriptor 0"
+    );
     assert_eq!(
         run.refs(1),
         ["h0 p0:0 s1 w1"],
@@ -2269,14 +2451,19 @@ fn c_binder_inc_ref_for_node_enomem_falls_back_to_update_ref_for_handle() {
 
 #[test]
 fn rust_update_ref_ignores_the_inserts_enomem() {
-    // process.rs:849-851 ENOMEM from the reservations; update_ref drops
-    // the result (972) and succeeds: nothing counted, nothing logged.
+    // Process::insert_or_update_handle, process.rs:849-851: ENOMEM from
+    // the reservations; Process::update_ref drops the result (972) and
+    // succeeds: nothing counted, nothing logged.
     let mut run = rust(
         "procs 2
                         p1 set-manager",
     );
     let o = &run.step_in("p0 acquire 0", &mut Window::failing(AllocSite::Ref));
-    assert_eq!((ret(o), log(o)), ("0".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("0".into(), vec![]),
+        "the failed insert ignored: Ok, no line"
+    );
     assert_eq!(run.refs(0), NONE);
     let mut run = rust(STALE_ZERO);
     let o = &run.step_in("p1 increfs 0", &mut Window::failing(AllocSite::Ref));
@@ -2290,13 +2477,18 @@ fn rust_update_ref_ignores_the_inserts_enomem() {
 
 #[test]
 fn c_binder_translate_binder_enomem_fails_the_transaction() {
-    // binder.c:2263-2267 the ref's ENOMEM; 3547-3555 BR_FAILED_REPLY;
-    // the new node goes with its last temporary ref (binder_put_node,
-    // 2288), the target's strong ref is given back.
+    // binder_translate_binder, binder.c:2266-2270: the ref's ENOMEM;
+    // binder_transaction 3537-3555 BR_FAILED_REPLY; the new node goes
+    // with its last temporary ref (binder_put_node, 2286), the target's
+    // strong ref is given back.
     let mut run = c("procs 2
                      p1 set-manager");
     let o = &run.step_in("p0 send 0 node 3", &mut Window::failing(AllocSite::Ref));
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "ENOMEM fails the transaction"
+    );
     assert_eq!(reads(o, 1), NONE);
     assert_eq!(log(o), ["transaction-failed", "translate-failed"]);
     assert_eq!(run.nodes(0), NONE);
@@ -2305,14 +2497,20 @@ fn c_binder_translate_binder_enomem_fails_the_transaction() {
 
 #[test]
 fn rust_insert_or_update_handle_enomem_fails_the_transaction() {
-    // process.rs:849-851 ENOMEM (the NodeRef dropped); thread.rs:1114-1123
-    // and transaction.rs:176-182 log it; BR_FAILED_REPLY.
+    // Process::insert_or_update_handle, process.rs:849-851: ENOMEM (the
+    // NodeRef dropped); copy_transaction_data (thread.rs:1118-1122) and
+    // Transaction::new (transaction.rs:176-182) log it;
+    // BR_FAILED_REPLY.
     let mut run = rust(
         "procs 2
                         p1 set-manager",
     );
     let o = &run.step_in("p0 send 0 node 3", &mut Window::failing(AllocSite::Ref));
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["failed-reply"],
+        "ENOMEM fails the transaction"
+    );
     assert_eq!(reads(o, 1), NONE);
     assert_eq!(
         log(o),
@@ -2331,12 +2529,13 @@ const FULL: &str = "procs 2
 
 #[test]
 fn c_get_ref_desc_olocked_failed_grow_takes_the_slow_path() {
-    // binder.c:1089-1097: the bigger map's allocation fails; dbitmap_grow
-    // with NULL disables the map, and the retry finds the descriptor by
-    // slow_desc_lookup_olocked (1043-1059, 1076-1079).
+    // get_ref_desc_olocked, binder.c:1089-1097: the bigger map's
+    // allocation fails; dbitmap_grow with NULL disables the map, and
+    // the retry finds the descriptor by slow_desc_lookup_olocked
+    // (1043-1059, 1076-1079).
     let mut run = c(FULL);
     let o = &run.step_in("p1 send 2 node 200", &mut Window::failing(AllocSite::Grow));
-    assert_eq!(log(o), NONE);
+    assert_eq!(log(o), NONE, "a failed grow is no error in C");
     assert_eq!(
         reads(o, 0),
         ["transaction handle 64"],
@@ -2346,11 +2545,16 @@ fn c_get_ref_desc_olocked_failed_grow_takes_the_slow_path() {
 
 #[test]
 fn rust_insert_or_update_handle_failed_grow_is_enomem() {
-    // process.rs:872-880: the realloc's failure is ENOMEM: the
-    // translation fails, BR_FAILED_REPLY.
+    // Process::insert_or_update_handle, process.rs:872-880: the
+    // realloc's failure is ENOMEM: the translation fails,
+    // BR_FAILED_REPLY.
     let mut run = rust(FULL);
     let o = &run.step_in("p1 send 2 node 200", &mut Window::failing(AllocSite::Grow));
-    assert_eq!(reads(o, 1), ["failed-reply"]);
+    assert_eq!(
+        reads(o, 1),
+        ["failed-reply"],
+        "a failed grow fails the transaction"
+    );
     assert_eq!(reads(o, 0), NONE);
     assert_eq!(
         log(o),
@@ -2362,10 +2566,11 @@ fn rust_insert_or_update_handle_failed_grow_is_enomem() {
 
 #[test]
 fn c_binder_proc_transaction_dead_target_is_dead_reply() {
-    // The C insert never looks at is_dead (1458-1500): the ref goes into
-    // the dying target's tree; binder_proc_transaction then finds the
-    // process dead (2887-2892): "dead process" (3842-3847), the buffer's
-    // objects released, BR_DEAD_REPLY.
+    // The C insert never looks at is_dead (binder_inc_ref_for_node,
+    // binder.c:1458-1500): the ref goes into the dying target's tree;
+    // binder_proc_transaction then finds the process dead (2887-2892):
+    // "dead process" (3842-3847), the buffer's objects released,
+    // BR_DEAD_REPLY.
     let mut run = c("procs 2
                      p1 set-manager");
     let mut window = Window::at(AllocSite::Ref, &["p1 exit"]);
@@ -2374,15 +2579,20 @@ fn c_binder_proc_transaction_dead_target_is_dead_reply() {
         window.ran[0].is_some(),
         "the transaction keeps no context lock"
     );
-    assert_eq!(reads(o, 0), ["dead-reply"]);
+    assert_eq!(
+        reads(o, 0),
+        ["dead-reply"],
+        "the target died: BR_DEAD_REPLY"
+    );
     assert_eq!(log(o), ["transaction-failed", "dead-process"]);
     assert_eq!(run.nodes(0), NONE, "the node and its ref are gone");
 }
 
 #[test]
 fn rust_insert_or_update_handle_dead_target_is_esrch() {
-    // process.rs:904-912: the target died while the insert allocated:
-    // ESRCH fails the translation: BR_FAILED_REPLY.
+    // Process::insert_or_update_handle, process.rs:907-912: the target
+    // died while the insert allocated: ESRCH fails the translation:
+    // BR_FAILED_REPLY.
     let mut run = rust(
         "procs 2
                         p1 set-manager",
@@ -2390,7 +2600,7 @@ fn rust_insert_or_update_handle_dead_target_is_esrch() {
     let mut window = Window::at(AllocSite::Ref, &["p1 exit"]);
     let o = &run.step_in("p0 send 0 weak-node 1", &mut window);
     assert!(window.ran[0].is_some());
-    assert_eq!(reads(o, 0), ["failed-reply"]);
+    assert_eq!(reads(o, 0), ["failed-reply"], "ESRCH fails the translation");
     assert_eq!(
         log(o),
         ["transaction-failed", "translate-failed", "copy-failed"]
@@ -2410,12 +2620,17 @@ const COLLISION: &str = "procs 3
 
 #[test]
 fn c_2024_06_get_ref_desc_olocked_gives_the_manager_0_and_bugs_on_the_stale_descriptor() {
-    // As first merged, the manager's node got descriptor 0 without a
-    // look at the map: the insert into refs_by_desc met the stale 0 and
-    // hit BUG() (binder_get_ref_for_node_olocked, binder.c:1166 today).
+    // As first merged, get_ref_desc_olocked gave the manager's node
+    // descriptor 0 without a look at the map: the insert into
+    // refs_by_desc met the stale 0 and hit BUG()
+    // (binder_get_ref_for_node_olocked, binder.c:1166 in 7.3.4).
     let mut run: Run<CDriver> = Run::new(COLLISION, Version::C2024_06);
     let o = &run.step("p0 increfs 0");
-    assert_eq!(log(o), ["bug"]);
+    assert_eq!(
+        log(o),
+        ["bug"],
+        "the new manager's node given the stale 0: BUG()"
+    );
     assert!(run.driver.crashed());
     assert_eq!(
         run.driver.crash(),
@@ -2436,10 +2651,10 @@ fn c_2024_06_get_ref_desc_olocked_gives_the_manager_0_and_bugs_on_the_stale_desc
 
 #[test]
 fn c_v3_dbitmap_clear_bit_frees_descriptor_0_for_a_non_manager() {
-    // The v3 posting's dbitmap_clear_bit has no guard for bit 0: once the
-    // manager's ref at 0 is dropped, the first-zero-bit search hands 0 to
-    // any node. As merged, the bit stays set; mainline starts non-managers
-    // at 1.
+    // The v3 posting's dbitmap_clear_bit has no guard for bit 0: once
+    // the manager's ref at 0 is dropped, the first-zero-bit search
+    // hands 0 to any node. As merged, the bit stays set; mainline
+    // starts non-managers at 1 (get_ref_desc_olocked, binder.c:1074).
     let program = "procs 2
                    p1 set-manager
                    p0 acquire 0
@@ -2462,10 +2677,10 @@ fn c_v3_dbitmap_clear_bit_frees_descriptor_0_for_a_non_manager() {
 #[test]
 fn rust_v1_is_mainline_at_the_command_level() {
     // rust-v1 differs only when the pool and by_handle disagree
-    // (process.rs:861-868), which no command sequence brings about: on
-    // the collision's program, with the grow and death paths and the
-    // insert into a process that died meanwhile, every observation is
-    // mainline's.
+    // (Process::insert_or_update_handle, process.rs:861-868), which no
+    // command sequence brings about: on the collision's program, with
+    // the grow and death paths and the insert into a process that died
+    // meanwhile, every observation is mainline's.
     for program in [
         format!("{COLLISION}\np0 increfs 0\np0 release 1\np0 decrefs 0"),
         format!("{FULL}\np1 send 2 node 200\np0 exit"),
