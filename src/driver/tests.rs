@@ -2669,7 +2669,7 @@ fn c_v3_dbitmap_clear_bit_frees_descriptor_0_for_a_non_manager() {
         assert_eq!(
             reads(&run.step("p1 send 1 node 7"), 0),
             [handle],
-            "{version}"
+            "{version}: the descriptor a non-manager's node gets once the manager's 0 is dropped"
         );
     }
 }
