@@ -18,3 +18,6 @@ pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_
 pub use observe::{
     Br, Errno, Log, NodeName, NodeState, Observed, ProcState, Received, RefState, Ret, Snapshot,
 };
+
+#[cfg(test)]
+mod tests;
