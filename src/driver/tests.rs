@@ -253,8 +253,8 @@ fn c_binder_ioctl_set_ctx_mgr_ebusy_before_any_node() {
     assert_eq!(ret(o), "EBUSY", "a second manager is refused with EBUSY");
     assert_eq!(
         log(o),
-        ["manager-already-set"],
-        "EBUSY is logged, the uid never compared"
+        ["manager-already-set", "ioctl-failed EBUSY"],
+        "EBUSY is logged, the uid never compared, and binder_ioctl logs the error"
     );
     assert_eq!(run.nodes(1), NONE, "the refused caller gets no node 0");
     assert_eq!(
@@ -278,7 +278,11 @@ fn rust_set_as_manager_creates_node_before_ebusy() {
     );
     let o = run.last();
     assert_eq!(ret(o), "EBUSY", "a second manager is refused with EBUSY");
-    assert_eq!(log(o), ["manager-already-set"], "EBUSY is logged (pr_warn)");
+    assert_eq!(
+        log(o),
+        ["manager-already-set"],
+        "EBUSY is logged (pr_warn); only BINDER_WRITE_READ logs its failure"
+    );
     assert_eq!(
         run.nodes(1),
         ["n0 s0 w0"],
@@ -365,7 +369,11 @@ fn c_binder_ioctl_set_ctx_mgr_eperm_for_another_euid_after_the_manager_died() {
         "EPERM",
         "another euid than the first manager's is refused"
     );
-    assert_eq!(log(o), ["manager-bad-uid"], "EPERM is logged");
+    assert_eq!(
+        log(o),
+        ["manager-bad-uid", "ioctl-failed EPERM"],
+        "EPERM is logged, and so is the failed ioctl"
+    );
     assert_eq!(run.nodes(1), NONE, "EPERM comes before binder_new_node");
     let o = &run.step("p2 set-manager");
     assert_eq!(ret(o), "0", "the first manager's euid may register again");
@@ -523,7 +531,7 @@ fn c_binder_thread_write_manager_increments_handle_0_einval() {
             "EINVAL",
             "the manager may not take a ref on handle 0"
         );
-        assert_eq!(log(o), ["manager-acquires-zero"]);
+        assert_eq!(log(o), ["manager-acquires-zero", "ioctl-failed EINVAL"]);
     }
     for line in ["p0 release 0", "p0 decrefs 0"] {
         let o = &run.step(line);
@@ -2102,10 +2110,14 @@ fn c_binder_ioctl_get_node_info_for_ref_einval_for_a_missing_or_weak_ref() {
     // binder_get_ref_olocked 1032-1034).
     let mut run = c(WEAK_ONLY);
     let o = &run.step("p0 node-info 5");
-    assert_eq!((ret(o), log(o)), ("EINVAL".into(), vec![]));
+    assert_eq!(
+        (ret(o), log(o)),
+        ("EINVAL".into(), vec!["ioctl-failed EINVAL".into()]),
+        "no ref: only binder_ioctl's error line (binder.c:5998-6001)"
+    );
     let o = &run.step("p0 node-info 1");
     assert_eq!(ret(o), "EINVAL", "a weak-only ref has no node info");
-    assert_eq!(log(o), ["weak-as-strong"]);
+    assert_eq!(log(o), ["weak-as-strong", "ioctl-failed EINVAL"]);
 }
 
 #[test]
@@ -2224,8 +2236,8 @@ fn rust_do_work_locked_follows_the_counts_and_an_empty_read_is_eagain() {
     assert_eq!(reads(o, 0), NONE, "the last weak count: nothing to say");
     assert_eq!(
         log(o),
-        ["read-again"],
-        "but the node was pushed: an empty read"
+        ["ioctl-failed EAGAIN"],
+        "but the node was pushed: an empty read, which Rust's ioctl reports"
     );
     let o = &run.step("p1 free");
     assert_eq!(
