@@ -15,7 +15,7 @@
 # offset, Rust offset, difference) and marks where the difference
 # changes; exits 1 if any field differs. Uses the toolchain pinned in
 # ci/lib.sh and installed by ci/kernel-rust.sh. See
-# docs/findings/draft-rust-task-struct-layout.md.
+# docs/findings/0007-rust-task-struct-layout.md.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 
