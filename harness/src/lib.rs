@@ -1,22 +1,65 @@
 //! The differential harness shared by every fuzz engine, the triage tool and
 //! the tests.
 //!
-//! Bytes become a list of operations (through [`arbitrary`]); the runners
-//! apply each operation to the allocator and to a naive model, and panic at
-//! the first divergence or broken invariant with the step, the operation,
-//! what was expected and what happened. The models never call the
-//! allocator: they are a set of live ids (`IdSet`), `BTreeMap`s, the plain gap
-//! scan, and SPEC.md's capacity formulas ([`oracle`]).
+//! Bytes become a program of operations; a runner applies each operation to
+//! the allocator and to a naive model, and fails at the first divergence or
+//! broken invariant with the step, the operation, what was expected and
+//! what happened. The models never call the allocator: they are a set of
+//! live ids, ordered maps, the plain gap scan and the capacity formulas of
+//! `docs/spec.md`.
 //!
-//! Data flows one way: input bytes decode to an op program
-//! ([`decode`], [`sched::decode`]); a runner drives the allocator and the
-//! model ([`pool`], [`table`], [`sched`]); the first divergence is a typed
-//! [`check::Failure`]; a program prints as a [`trace::Trace`], which the
-//! triage tool replays and shrinks. Every target is listed once, in
-//! [`registry::TARGETS`]. A fuzz target calls one of [`pool_ops`],
-//! [`dbitmap_ops`], [`handle_table`], [`concurrent_resize`],
-//! [`kernel_dbitmap`] (or
-//! [`trace::roundtrip`]) and does nothing else.
+//! # Layout: by target
+//!
+//! Three layers. A module imports from its own layer and the layers below,
+//! never from a layer above.
+//!
+//! - **The list** (top): `src/targets/mod.rs` names every target once, one
+//!   line each, and finds a target by name; `fuzz` is the one function
+//!   every engine's glue calls, with the target's name.
+//! - **One folder per target**, `src/targets/<name>/`: its operations (the
+//!   op enum, how bytes decode to it, its kind and its trace line), its
+//!   model, its runner, its trace form and its registry entry, a `static`
+//!   in the folder's `mod.rs`. A target over another target's op language
+//!   (`dbitmap_ops` and `kernel_dbitmap` run `pool_ops`' operations on
+//!   other pools) holds only what differs: its pool adapter and its entry.
+//!   A target folder imports the shared machinery, and the folder whose op
+//!   language it runs; never the list.
+//! - **Shared machinery** (bottom), which names no target: what a target
+//!   is (`registry`), typed failures, their signatures and the comparison
+//!   of expected with actual (`check`), the trace format (`trace`, `text`,
+//!   `shrink`), the scheduler engine for step machines (`sched`), the model
+//!   parts several targets share (`model`, `bits`, `history`, `oracle`,
+//!   `designs`, `idset`, `domain`), and what the engines get besides a run
+//!   (`feedback`, `seeds`, `dict`).
+//!
+//! A target's name exists once, in its registry entry: the entry hands it
+//! to the runner, which puts it on every failure, signature, narration and
+//! abstract state, so two targets over one op language never answer to
+//! each other's name.
+//!
+//! # Adding a target
+//!
+//! 1. Its folder, `src/targets/<name>/`: for a list of operations, an op
+//!    type implementing `check::Op`, `text::OpText` and `Arbitrary`, a
+//!    runner `fn(target: &'static str, ops: &[Op]) -> check::Checked<Events>`
+//!    that fails through `check::At`, and the entry
+//!    `pub static <NAME>: OpsTarget<Op> = OpsTarget::new("<name>", "<what it drives>", run);`.
+//!    A target whose input is more than a list of operations implements
+//!    `registry::Target` and `trace::TraceBody` itself, as
+//!    `concurrent_resize` does.
+//! 2. One line in `src/targets/mod.rs`: `<name>::<NAME>,`.
+//! 3. Its glue, the same three lines for every target:
+//!    `fuzz/fuzz_targets/<name>.rs` with a `[[bin]]` in `fuzz/Cargo.toml`,
+//!    `fuzz/afl/src/bin/<name>.rs` and `fuzz/honggfuzz/src/bin/<name>.rs`,
+//!    each calling `idpool_harness::fuzz("<name>", data)`.
+//! 4. Its generated files: `cargo run -p idpool-harness --bin seed-corpus -- <name>`
+//!    and `cargo run -p idpool-harness --bin fuzz-dict -- fuzz/dict`.
+//!
+//! `cargo test` checks every step: the glue files and the manifest entry,
+//! the dictionary, the corpus.
+//!
+//! (The layout above is being put in place: until it is, the modules
+//! below still sit flat in `src/`.)
 
 pub mod bits;
 pub mod check;
