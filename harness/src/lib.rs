@@ -58,213 +58,66 @@
 //! `cargo test` checks every step: the glue files and the manifest entry,
 //! the dictionary, the corpus.
 //!
-//! (The layout above is being put in place: until it is, the modules
-//! below still sit flat in `src/`.)
 
 pub mod bits;
 pub mod check;
 pub mod designs;
 pub mod dict;
 pub mod domain;
+pub mod events;
 pub mod feedback;
 pub mod files;
 pub mod history;
 pub mod idset;
-pub mod input;
-pub mod kernel;
+pub mod json;
 pub mod model;
 pub mod mutant;
 pub mod oracle;
-pub mod pool;
 pub mod registry;
 pub mod sched;
 pub mod seeds;
 pub mod shrink;
-pub mod table;
-pub mod table_start;
-pub mod table_target;
 pub mod targets;
 pub mod text;
 pub mod trace;
 
-pub use registry::{Target, TARGETS};
+pub use events::Events;
+pub use registry::Target;
+pub use targets::TARGETS;
 
-use arbitrary::{Arbitrary, Unstructured};
+use std::sync::Once;
 
-/// The most operations one input runs.
-pub const MAX_OPS: usize = 64;
-
-/// Declares [`Events`] and its helpers from one list of counters, so that
-/// a new counter cannot be forgotten by `counts` or `merge`.
-macro_rules! events {
-    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
-        /// How often the interesting paths were taken in a run. The smoke
-        /// test asserts that random inputs reach all of them.
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct Events {
-            $($(#[doc = $doc])* pub $name: u32,)*
-        }
-
-        impl Events {
-            /// Every counter with its name.
-            pub fn counts(&self) -> Vec<(&'static str, u32)> {
-                vec![$((stringify!($name), self.$name),)*]
-            }
-
-            /// Adds `other`'s counts to these.
-            pub fn merge(&mut self, other: Events) {
-                $(self.$name += other.$name;)*
-            }
-        }
+/// The one entry of every engine's glue: runs target `name` on `data` and
+/// panics at the first failure, as a fuzz target must (a known upstream
+/// finding ends the run quietly unless `IDPOOL_HISTORY` asks for it: see
+/// [`history::settle`]). The first call of a process prints the target's
+/// provenance line, if it runs outside code.
+///
+/// # Panics
+///
+/// At the first failure; and when `name` is no target, naming the targets
+/// there are (the glue files are checked against the list by `cargo
+/// test`).
+///
+/// # Examples
+///
+/// ```
+/// // What `fuzz/fuzz_targets/pool_ops.rs` does with each input.
+/// idpool_harness::fuzz("pool_ops", &[0, 5, 0, 9]);
+/// ```
+pub fn fuzz(name: &str, data: &[u8]) {
+    let Some(target) = targets::target(name) else {
+        let known: Vec<_> = TARGETS.iter().map(|t| t.name()).collect();
+        panic!(
+            "idpool_harness::fuzz: no target {name:?} (targets: {})",
+            known.join(", ")
+        );
     };
-}
-
-events! {
-    /// A grow raised the capacity.
-    grow_committed,
-    /// A grow commit found the pool already as large (stale resizer).
-    stale_grow_ignored,
-    /// A grow request was refused at the 2^30 ceiling.
-    grow_at_ceiling,
-    /// A shrink lowered the capacity.
-    shrink_committed,
-    /// A shrink commit re-validated and refused.
-    shrink_refused,
-    /// A stale shrink raised the capacity (the kernel's quirk).
-    shrink_raised_capacity,
-    /// An injected allocation failure took effect.
-    alloc_failed,
-    /// An acquire found the pool full.
-    pool_full,
-    /// A dbitmap was disabled.
-    disabled,
-    /// A disabled dbitmap's table found an id with the linear scan.
-    scan_fallback,
-    /// A dead process refused an insert.
-    dead_refused,
-    /// A step ran with a capacity of 4096 ids or more.
-    deep,
-    /// A critical section ran while another thread's operation was between
-    /// two of its steps (concurrent target only).
-    interleaved,
-    /// A design driven beside mainline was compared with it at a capacity
-    /// of 4096 ids or more (`pool_ops`: the fast pool).
-    design_deep,
-    /// A reclaim gave ids back (the shrinker).
-    reclaimed,
-    /// The augmented tree handed out a handle of 64 or more.
-    tree_wide,
-    /// A context manager's insert found the map full, dropped the lock,
-    /// and at its grow commit handle 0 had changed hands (concurrent
-    /// target only).
-    manager_grow_zero_moved,
-    /// A context manager's insert found the map full, dropped the lock,
-    /// and another context manager's node was inserted before its grow
-    /// commit (concurrent target only).
-    manager_grow_other_manager,
-    /// The process died while an insert had dropped the lock, and the
-    /// insert then finished (refused or not, per version; concurrent
-    /// target only).
-    killed_in_window,
-    /// A dead process's table took a new reference (the C driver, which
-    /// does not look).
-    dead_inserted,
-    /// A lookup of a node (concurrent target only).
-    lookups,
-    /// A handle table was built from given handles, one of them above
-    /// 65,535 (`start-from`).
-    started_above_16_bits,
-    /// A pool built with an injected allocation failure was refused (the
-    /// Rust `with_capacity` above one word; `pool_ops`).
-    reset_refused,
-    /// A map was disabled at `dbitmap_init` (its allocation failed) and the
-    /// run went on with it (`dbitmap_ops`, `kernel_dbitmap`).
-    disabled_at_init,
-    /// A C grow size was asked at a size where the 32-bit shift wraps
-    /// (2^31 bits and up; computed, not allocated).
-    grow_target_wrapped,
-    /// A corruption changed a bit of the pool (concurrent target only).
-    corrupted,
-    /// A pick met a pool/`by_handle` mismatch and the version warned and
-    /// returned `EINVAL`, as its model expected (Rust mainline; concurrent
-    /// target only).
-    mismatch_einval,
-    /// A pick met a mismatch and the version logged it and searched on, as
-    /// its model expected (Rust's first posting; concurrent target only).
-    mismatch_search_on,
-    /// A pick met a mismatch and the kernel's `BUG()` fired, as the
-    /// version's model expected after the corruption (C; concurrent target
-    /// only).
-    mismatch_crash,
-}
-
-/// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a
-/// whole operation are ignored.
-pub fn decode<'a, Op: Arbitrary<'a>>(data: &'a [u8]) -> Vec<Op> {
-    let mut u = Unstructured::new(data);
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS && !u.is_empty() {
-        match Op::arbitrary(&mut u) {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
+    static PROVENANCE: Once = Once::new();
+    PROVENANCE.call_once(|| {
+        if let Some(line) = target.provenance() {
+            eprintln!("{line}");
         }
-    }
-    ops
-}
-
-/// Runs target `name` on `data`, panicking at the first failure as a fuzz
-/// target does; `None` for an unknown target.
-pub fn run_target(name: &str, data: &[u8]) -> Option<Events> {
-    Some(registry::fuzz(registry::target(name)?, data))
-}
-
-/// Target `pool_ops`: the Rust `IdPool` against the model, `FastPool`
-/// beside it.
-pub fn pool_ops(data: &[u8]) -> Events {
-    registry::fuzz(&targets::POOL_OPS, data)
-}
-
-/// Target `dbitmap_ops`: the C `dbitmap` against the model.
-pub fn dbitmap_ops(data: &[u8]) -> Events {
-    registry::fuzz(&targets::DBITMAP_OPS, data)
-}
-
-/// Target `handle_table`: mainline's three table flavours and the three
-/// designs side by side.
-pub fn handle_table(data: &[u8]) -> Events {
-    registry::fuzz(&targets::HANDLE_TABLE, data)
-}
-
-/// Target `concurrent_resize`: 2 to 4 simulated threads whose steps are
-/// interleaved as the bytes say (see [`sched`]).
-pub fn concurrent_resize(data: &[u8]) -> Events {
-    registry::fuzz(&targets::CONCURRENT_RESIZE, data)
-}
-
-/// Target `kernel_dbitmap`: the kernel's own C dbitmap, ours and the model
-/// on the `dbitmap_ops` program (see [`kernel`]). Needs the kernel header.
-pub fn kernel_dbitmap(data: &[u8]) -> Events {
-    registry::fuzz(&targets::KERNEL_DBITMAP, data)
-}
-
-/// A concurrent run's outcome as [`Events`].
-pub fn sched_events(out: &sched::Outcome) -> Events {
-    Events {
-        grow_committed: out.grows,
-        shrink_committed: out.shrinks,
-        alloc_failed: out.failed_allocs,
-        interleaved: out.interleaved,
-        reclaimed: out.reclaims,
-        manager_grow_zero_moved: out.manager_grow_zero_moved,
-        manager_grow_other_manager: out.manager_grow_other_manager,
-        killed_in_window: out.killed_in_window,
-        dead_refused: out.dead_refused,
-        dead_inserted: out.dead_inserted,
-        lookups: out.lookups,
-        corrupted: out.corruptions,
-        mismatch_einval: out.mismatch_einval,
-        mismatch_search_on: out.mismatch_search_on,
-        mismatch_crash: out.mismatch_crash,
-        ..Events::default()
-    }
+    });
+    registry::fuzz(target, data);
 }

@@ -1,5 +1,3 @@
 fn main() {
-    afl::fuzz!(|data: &[u8]| {
-        idpool_harness::concurrent_resize(data);
-    });
+    afl::fuzz!(|data: &[u8]| idpool_harness::fuzz("concurrent_resize", data));
 }

@@ -1,5 +1,3 @@
 fn main() {
-    afl::fuzz!(|data: &[u8]| {
-        idpool_harness::dbitmap_ops(data);
-    });
+    afl::fuzz!(|data: &[u8]| idpool_harness::fuzz("dbitmap_ops", data));
 }

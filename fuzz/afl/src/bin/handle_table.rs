@@ -1,5 +1,3 @@
 fn main() {
-    afl::fuzz!(|data: &[u8]| {
-        idpool_harness::handle_table(data);
-    });
+    afl::fuzz!(|data: &[u8]| idpool_harness::fuzz("handle_table", data));
 }

@@ -1,6 +1,3 @@
 fn main() {
-    eprintln!("{}", idpool_harness::kernel::provenance());
-    afl::fuzz!(|data: &[u8]| {
-        idpool_harness::kernel_dbitmap(data);
-    });
+    afl::fuzz!(|data: &[u8]| idpool_harness::fuzz("kernel_dbitmap", data));
 }

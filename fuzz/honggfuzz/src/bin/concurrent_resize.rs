@@ -1,7 +1,5 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::concurrent_resize(data);
-        });
+        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("concurrent_resize", data));
     }
 }

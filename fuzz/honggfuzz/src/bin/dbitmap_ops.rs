@@ -1,7 +1,5 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::dbitmap_ops(data);
-        });
+        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("dbitmap_ops", data));
     }
 }

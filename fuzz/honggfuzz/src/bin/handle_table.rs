@@ -1,7 +1,5 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::handle_table(data);
-        });
+        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("handle_table", data));
     }
 }

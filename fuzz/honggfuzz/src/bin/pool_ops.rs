@@ -1,7 +1,5 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::pool_ops(data);
-        });
+        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("pool_ops", data));
     }
 }

@@ -1,17 +1,19 @@
-//! The concurrent target in the registry: its trace form (the program
-//! lines and the schedule line), replay and shrink rules.
+//! The `concurrent_resize` target's entry ([`ConcurrentTarget`]): how its
+//! bytes run, its trace form (the program lines and the schedule line),
+//! replay and shrink rules, its hand-written seeds and the findings it
+//! hunts; and each thread operation's trace line.
 
-use super::schedule::{ByteChooser, Decision, DecisionsText, Recorder, Replay};
-use super::{CorruptBit, Pool, Program, ThreadOp};
+use super::program::{decode, run, run_bytes, CorruptBit, Pool, Program, ThreadOp};
 use crate::check::{self, Checked};
-use crate::history::Versions;
+use crate::events::Events;
+use crate::history::{Finding, Versions};
 use crate::registry::Target;
+use crate::sched::{ByteChooser, Decision, DecisionsText, Recorder, Replay};
 use crate::text::{
     arity, limits, manager_text, one, parse_in, parse_index, parse_manager, parse_node, OpText,
     Text,
 };
-use crate::trace::{ParseError, Trace, TraceBody};
-use crate::Events;
+use crate::trace::{Line, ParseError, Trace, TraceBody};
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::Version;
@@ -73,11 +75,40 @@ impl OpText for ThreadOp {
 
 /// The `concurrent_resize` target: a [`Program`] and the schedule bytes
 /// after it.
-pub struct ConcurrentTarget;
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ConcurrentTarget {
+    name: &'static str,
+}
 
-/// A concurrent trace: the program and the schedule it ran under.
+impl ConcurrentTarget {
+    /// The target called `name`.
+    pub const fn new(name: &'static str) -> Self {
+        ConcurrentTarget { name }
+    }
+
+    /// The trace of `program` under `schedule`, on this target.
+    pub fn trace(&'static self, program: Program, schedule: Vec<Decision>) -> Trace {
+        Trace::new(ConcurrentTrace {
+            target: self,
+            program,
+            schedule,
+        })
+    }
+
+    /// The trace of `program` under the schedule `bytes` choose: run once,
+    /// quietly, to record the decisions (up to a failure, if it fails).
+    pub fn record(&'static self, program: Program, bytes: &[u8]) -> Trace {
+        let mut recorder = Recorder::new(ByteChooser::new(Unstructured::new(bytes)));
+        let _ = check::catching(|| run(self.name, &program, &mut recorder));
+        self.trace(program, recorder.decisions)
+    }
+}
+
+/// A concurrent trace: the program and the schedule it ran under, and the
+/// entry it runs for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConcurrentTrace {
+    target: &'static ConcurrentTarget,
     /// What the threads run.
     pub program: Program,
     /// The decisions, in order.
@@ -87,17 +118,6 @@ pub struct ConcurrentTrace {
 impl ConcurrentTrace {
     fn trace(self) -> Trace {
         Trace::new(self)
-    }
-
-    /// The trace of `program` under the schedule `bytes` choose: run once,
-    /// quietly, to record the decisions (up to a failure, if it fails).
-    pub fn record(program: Program, bytes: &[u8]) -> ConcurrentTrace {
-        let mut recorder = Recorder::new(ByteChooser::new(Unstructured::new(bytes)));
-        let _ = check::catching(|| super::run(&program, &mut recorder));
-        ConcurrentTrace {
-            program,
-            schedule: recorder.decisions,
-        }
     }
 }
 
@@ -110,7 +130,7 @@ impl fmt::Display for ConcurrentTrace {
 
 impl Target for ConcurrentTarget {
     fn name(&self) -> &'static str {
-        "concurrent_resize"
+        self.name
     }
     /// 96 bytes: the long inputs are four threads of bulk inserts, checked
     /// at every lock release, tens of milliseconds each, and a hunt that
@@ -123,11 +143,18 @@ impl Target for ConcurrentTarget {
     fn about(&self) -> &'static str {
         "2 to 4 simulated threads whose steps are interleaved as the input says"
     }
+    /// Upstream's collision, through a new context manager's insert.
+    fn hunts(&self) -> &'static [Finding] {
+        &[Finding::Collision]
+    }
+    fn crafted(&self) -> Vec<Vec<u8>> {
+        super::encode::crafted()
+    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
-        super::concurrent_resize(data).map(|out| crate::sched_events(&out))
+        run_bytes(self.name, data).map(|out| out.events())
     }
     fn trace_from_bytes(&'static self, data: &[u8]) -> Option<Trace> {
-        let Some((program, u)) = super::decode(data) else {
+        let Some((program, u)) = decode(data) else {
             let program = Program {
                 pool: Pool::IdPool,
                 version: Version::RustMainline,
@@ -135,21 +162,16 @@ impl Target for ConcurrentTarget {
                 keep: 0,
                 threads: Vec::new(),
             };
-            return Some(
-                ConcurrentTrace {
-                    program,
-                    schedule: Vec::new(),
-                }
-                .trace(),
-            );
+            return Some(self.trace(program, Vec::new()));
         };
-        Some(ConcurrentTrace::record(program, u.take_rest()).trace())
+        Some(self.record(program, u.take_rest()))
     }
     fn parse_body(
         &'static self,
-        lines: &mut dyn Iterator<Item = (usize, Vec<&str>)>,
+        lines: &mut dyn Iterator<Item = Line<'_>>,
     ) -> Result<Trace, ParseError> {
         let mut t = ConcurrentTrace {
+            target: self,
             program: Program {
                 pool: Pool::IdPool,
                 version: Version::RustMainline,
@@ -203,7 +225,7 @@ impl Target for ConcurrentTarget {
                 fail: bool::arbitrary(u).unwrap_or(false),
             })
             .collect();
-        Some(ConcurrentTrace { program, schedule }.trace())
+        Some(self.trace(program, schedule))
     }
     fn dictionary(&self) -> Option<String> {
         Some(super::encode::dictionary())
@@ -262,8 +284,8 @@ impl ConcurrentTrace {
 }
 
 impl TraceBody for ConcurrentTrace {
-    fn target(&self) -> &'static dyn Target {
-        &ConcurrentTarget
+    fn target(&self) -> &'static str {
+        self.target.name
     }
     fn len(&self) -> usize {
         let p = &self.program;
@@ -287,22 +309,15 @@ impl TraceBody for ConcurrentTrace {
         }
     }
     fn replay(&self) -> Checked<Events> {
-        let out = super::run(&self.program, &mut Replay(self.schedule.iter()))?;
-        Ok(crate::sched_events(&out))
+        let out = run(self.target.name, &self.program, &mut Replay(self.schedule.iter()))?;
+        Ok(out.events())
     }
     fn shrink(&self, fails: &mut dyn FnMut(&Trace) -> bool) -> Trace {
-        let mut fails = |p: &Program, s: &[Decision]| {
-            fails(
-                &ConcurrentTrace {
-                    program: p.clone(),
-                    schedule: s.to_vec(),
-                }
-                .trace(),
-            )
-        };
+        let target = self.target;
+        let mut fails = |p: &Program, s: &[Decision]| fails(&target.trace(p.clone(), s.to_vec()));
         let (program, schedule) =
             super::shrink::shrink(self.program.clone(), self.schedule.clone(), &mut fails);
-        ConcurrentTrace { program, schedule }.trace()
+        target.trace(program, schedule)
     }
     fn clone_trace(&self) -> Trace {
         self.clone().trace()

@@ -1,5 +1,5 @@
 //! The bytes a [`Program`] and a schedule decode from: for seeds written
-//! by hand (see [`crate::seeds::crafted`]), so that an interleaving the
+//! by hand ([`crafted`]), so that an interleaving the
 //! random seeds rarely reach is in the corpus and in the smoke test.
 //!
 //! The bytes are built field by field in the order
@@ -7,7 +7,7 @@
 //! again: [`encode`] returns `None` rather than bytes that mean something
 //! else.
 
-use super::{decode, CorruptBit, Pool, Program, ThreadOp, BULK_COUNTS, SHARED_NODES};
+use super::program::{decode, CorruptBit, Pool, Program, ThreadOp, BULK_COUNTS, SHARED_NODES};
 use crate::history::Versions;
 use idpool::Version;
 
@@ -168,6 +168,45 @@ pub fn encode(program: &Program, schedule: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(schedule);
     let (decoded, rest) = decode(&out)?;
     (decoded == *program && rest.len() == schedule.len()).then_some(out)
+}
+
+/// The context manager's insert finds the map full (handles 0 to 63 held)
+/// and drops the lock to grow it; meanwhile thread 0 releases handle 0
+/// (the manager's retry then takes 0), or another thread inserts another
+/// manager node (which grows first). Schedule: thread 0 runs its insert
+/// to the end, then the second runnable thread runs to its grow commit
+/// and waits there (thread 1 in the two-thread program; thread 2 in the
+/// three-thread one, where thread 0 is done and thread 1 is the other
+/// manager); then the default order runs the others first.
+pub(super) fn crafted() -> Vec<Vec<u8>> {
+    let manager = |node| ThreadOp::Insert {
+        node,
+        manager: true,
+    };
+    let scenarios = [
+        vec![vec![manager(0), ThreadOp::Release(0)], vec![manager(1)]],
+        vec![vec![manager(0)], vec![manager(1)], vec![manager(2)]],
+    ];
+    let mut out = Vec::new();
+    for (pool, version) in [
+        (Pool::IdPool, Version::RustMainline),
+        (Pool::DBitmap, Version::CMainline),
+    ] {
+        for threads in &scenarios {
+            let program = Program {
+                pool,
+                version,
+                prefill: 63,
+                keep: 63,
+                threads: threads.clone(),
+            };
+            // 0x04: thread 0 until its operation is done (it has no
+            // commit); 0x05: the second runnable thread until its
+            // operation waits to commit.
+            out.push(encode(&program, &[0x04, 0x05]).expect("the header can say it"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

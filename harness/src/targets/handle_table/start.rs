@@ -17,7 +17,7 @@
 //! that needs a 2^30-bit map per Rust pool, so it is not part of a fuzzed
 //! program (`pool_ops`' `probe-ceiling` covers the ceiling itself).
 
-use crate::table::Node;
+use super::node::Node;
 use crate::text::{limits, parse_in, parse_node};
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
@@ -108,7 +108,7 @@ impl StartSet {
 impl<'a> Arbitrary<'a> for StartSet {
     /// 1 to [`limits::START_HANDLES`] handles, each near one of the
     /// boundaries (within 4 either side) or anywhere in the range, each
-    /// with a node among the program's [`NODES`]; a handle or node drawn
+    /// with a node among the program's [`NODES`](super::node::NODES); a handle or node drawn
     /// twice is dropped.
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let n = u.int_in_range(1..=limits::START_HANDLES)?;
@@ -149,7 +149,7 @@ impl fmt::Debug for StartSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::NODES;
+    use super::super::node::NODES;
 
     #[test]
     fn ranges_and_repeats_are_refused_in_one_line() {

@@ -1,24 +1,35 @@
-//! The `handle_table` target in the registry: a program is a header byte
-//! that picks the versions ([`Versions::decode`]), then the operations
-//! ([`crate::decode`]). Its trace names the versions that are not mainline
-//! (`version <name>`, `versus <name>`) before the operations, so a trace
-//! without version lines is mainline.
+//! The `handle_table` target's entry ([`TableTarget`]) and its program: a
+//! header byte that picks the versions ([`Versions::decode`]), then the
+//! operations ([`crate::registry::decode`]). Its trace names the versions
+//! that are not mainline (`version <name>`, `versus <name>`) before the
+//! operations, so a trace without version lines is mainline.
 
+use super::ops::TableOp;
+use super::runner::run_versions;
+use super::start::StartSet;
 use crate::check::Checked;
-use crate::history::Versions;
-use crate::registry::Target;
-use crate::table::TableOp;
-use crate::table_start::StartSet;
+use crate::events::Events;
+use crate::history::{Finding, Versions};
+use crate::registry::{decode, Target, MAX_OPS};
 use crate::text::{limits, OpText, Text};
-use crate::trace::{ParseError, Trace, TraceBody};
-use crate::Events;
+use crate::trace::{Line, ParseError, Trace, TraceBody};
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::{Driver, Version};
 use std::any::Any;
 
-/// The `handle_table` target.
-pub struct TableTarget;
+/// The `handle_table` target: its name, and how its programs decode, run
+/// and print.
+pub struct TableTarget {
+    name: &'static str,
+}
+
+impl TableTarget {
+    /// The target called `name`.
+    pub const fn new(name: &'static str) -> Self {
+        TableTarget { name }
+    }
+}
 
 /// A `handle_table` program: the versions and the operations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,8 +44,8 @@ impl TableProgram {
     /// The program raw bytes stand for: the first byte the versions (none:
     /// mainline; its low four bits, [`Versions::decode`]), the rest the
     /// operations. A first byte of 0x10 to 0x1f also asks for a table built
-    /// from given handles: the bytes after it draw them
-    /// ([`StartSet`](crate::table_start::StartSet)) and the program starts
+    /// from given handles: the bytes after it draw them ([`StartSet`]) and
+    /// the program starts
     /// with [`TableOp::StartFrom`]. (The high four bits meant nothing
     /// before, and the corpus held one such header.)
     pub fn decode(data: &[u8]) -> TableProgram {
@@ -45,7 +56,7 @@ impl TableProgram {
         if b >> 4 != 1 {
             return TableProgram {
                 versions,
-                ops: crate::decode(rest),
+                ops: decode(rest),
             };
         }
         let mut u = Unstructured::new(rest);
@@ -56,35 +67,16 @@ impl TableProgram {
             };
         };
         let mut ops = vec![TableOp::StartFrom(start)];
-        let mut tail: Vec<TableOp> = crate::decode(u.take_rest());
-        tail.truncate(crate::MAX_OPS - 1);
+        let mut tail: Vec<TableOp> = decode(u.take_rest());
+        tail.truncate(MAX_OPS - 1);
         ops.append(&mut tail);
         TableProgram { versions, ops }
     }
 
-    /// Runs it: every table against its version's model.
-    pub fn run(&self) -> Checked<Events> {
-        crate::table::run_versions(&self.versions, &self.ops)
-    }
-
-    /// Runs it and panics at the first failure, as a fuzz target must
-    /// (see [`crate::registry::settle`]).
-    pub fn fuzz(&self) -> Events {
-        crate::registry::settle(self.run())
-    }
-
-    fn trace(self) -> Trace {
-        Trace::new(self)
-    }
-}
-
-impl<'a> Arbitrary<'a> for TableProgram {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let rest = u.bytes(u.len())?;
-        Ok(TableProgram::decode(rest))
-    }
-    fn arbitrary_take_rest(u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(TableProgram::decode(u.take_rest()))
+    /// Runs it for target `target`: every table against its version's
+    /// model.
+    pub fn run(&self, target: &'static str) -> Checked<Events> {
+        run_versions(target, &self.versions, &self.ops)
     }
 }
 
@@ -108,32 +100,51 @@ impl fmt::Display for TableProgram {
     }
 }
 
-impl TraceBody for TableProgram {
-    fn target(&self) -> &'static dyn Target {
-        &crate::targets::HANDLE_TABLE
+/// A `handle_table` trace: the program, and the entry it runs for.
+#[derive(Clone)]
+pub struct TableTrace {
+    target: &'static TableTarget,
+    /// The program.
+    pub program: TableProgram,
+}
+
+impl fmt::Debug for TableTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple(self.target.name).field(&self.program).finish()
+    }
+}
+
+impl TableTarget {
+    /// The trace of `program` on this target.
+    pub fn trace(&'static self, program: TableProgram) -> Trace {
+        Trace::new(TableTrace {
+            target: self,
+            program,
+        })
+    }
+}
+
+impl TraceBody for TableTrace {
+    fn target(&self) -> &'static str {
+        self.target.name
     }
     fn len(&self) -> usize {
-        self.ops.len()
+        self.program.ops.len()
     }
     fn write_body(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self}")
+        write!(f, "{}", self.program)
     }
     fn replay(&self) -> Checked<Events> {
-        self.run()
+        self.program.run(self.target.name)
     }
     fn shrink(&self, outer: &mut dyn FnMut(&Trace) -> bool) -> Trace {
-        let versions = self.versions;
+        let versions = self.program.versions;
         let mut fails_with = |versions: Versions, ops: &[TableOp]| {
-            outer(
-                &TableProgram {
-                    versions,
-                    ops: ops.to_vec(),
-                }
-                .trace(),
-            )
+            let ops = ops.to_vec();
+            outer(&self.target.trace(TableProgram { versions, ops }))
         };
         let mut fails = |ops: &[TableOp]| fails_with(versions, ops);
-        let mut ops = crate::shrink::shrink_list(self.ops.clone(), &mut fails);
+        let mut ops = crate::shrink::shrink_list(self.program.ops.clone(), &mut fails);
         crate::shrink::simplify_each(&mut ops, TableOp::simpler, &mut fails);
         // Then the versions: each back to mainline (or nothing beside) if
         // the trace still fails, so that it names only those it needs.
@@ -151,10 +162,10 @@ impl TraceBody for TableProgram {
                 versions = v;
             }
         }
-        TableProgram { versions, ops }.trace()
+        self.target.trace(TableProgram { versions, ops })
     }
     fn clone_trace(&self) -> Trace {
-        self.clone().trace()
+        self.target.trace(self.program.clone())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -163,26 +174,31 @@ impl TraceBody for TableProgram {
         other
             .as_any()
             .downcast_ref::<Self>()
-            .is_some_and(|o| o == self)
+            .is_some_and(|o| o.target.name == self.target.name && o.program == self.program)
     }
 }
 
 impl Target for TableTarget {
     fn name(&self) -> &'static str {
-        "handle_table"
+        self.name
     }
     fn about(&self) -> &'static str {
         "six handle-table flavours side by side (mainline's three and the designs), on any upstream version, with injected failures, corruption and reclaims"
     }
+    /// Every known upstream finding: the header picks the versions that
+    /// have them.
+    fn hunts(&self) -> &'static [Finding] {
+        &Finding::ALL
+    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
-        TableProgram::decode(data).run()
+        TableProgram::decode(data).run(self.name)
     }
     fn trace_from_bytes(&'static self, data: &[u8]) -> Option<Trace> {
-        Some(TableProgram::decode(data).trace())
+        Some(self.trace(TableProgram::decode(data)))
     }
     fn parse_body(
         &'static self,
-        lines: &mut dyn Iterator<Item = (usize, Vec<&str>)>,
+        lines: &mut dyn Iterator<Item = Line<'_>>,
     ) -> Result<Trace, ParseError> {
         let mut program = TableProgram::default();
         let mut seen_op = false;
@@ -219,11 +235,11 @@ impl Target for TableTarget {
                 }
             }
         }
-        Ok(program.trace())
+        Ok(self.trace(program))
     }
     fn arbitrary_trace(&'static self, u: &mut Unstructured<'_>) -> Option<Trace> {
         let rest = u.bytes(u.len()).unwrap_or_default();
-        Some(TableProgram::decode(rest).trace())
+        Some(self.trace(TableProgram::decode(rest)))
     }
     fn dictionary(&self) -> Option<String> {
         Some(crate::dict::ops_dictionary::<TableOp>())

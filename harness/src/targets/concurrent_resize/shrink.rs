@@ -1,8 +1,8 @@
 //! The concurrent target's shrink rules: whole threads, each thread's
 //! operations, the schedule and its injected failures, the prefill.
 
-use super::schedule::Decision;
-use super::Program;
+use super::program::Program;
+use crate::sched::Decision;
 use crate::shrink::{shrink_list, simplify_each};
 
 /// `fails` on a program and a schedule.

@@ -1,6 +1,6 @@
 //! The capacity the pool must have after every critical section of the
 //! concurrent target, computed from the state at that moment: the model's
-//! handles, SPEC.md's policy formulas ([`crate::oracle`]), the version's
+//! handles, the policy formulas of `docs/spec.md` ([`crate::oracle`]), the version's
 //! rules ([`crate::history`]) and, at a commit, the size the committing
 //! thread asked for when it dropped the lock and whether its allocation
 //! failed. Nothing here reads the allocator.
@@ -9,11 +9,11 @@
 //! from the capacity then; a shrink at the section that released the last
 //! reference (C: at its own `shrink-request` section), from the capacity
 //! and the highest set bit then. The commit, later, takes the size it was
-//! given if the pool still wants it (SPEC.md's commit rules, as
-//! [`crate::pool::PoolModel`] states them for `pool_ops`), and any other
+//! given if the pool still wants it (the commit rules of `docs/spec.md`, as
+//! `pool_ops`' `PoolModel` states them), and any other
 //! critical section leaves the capacity as it is.
 
-use super::Pool;
+use super::program::Pool;
 use crate::check::Phase;
 use crate::history::{self, Rules};
 use crate::model::HandleModel;
@@ -67,7 +67,7 @@ impl CapacityModel {
         model.highest().map(|h| h as usize).max(zero)
     }
 
-    /// `shrink_nbits` of the version, or `None`: SPEC.md's target, plus
+    /// `shrink_nbits` of the version, or `None`: the target of `docs/spec.md`, plus
     /// v3's shrink with the last bit exactly at a quarter.
     fn shrink_target(&self, model: &HandleModel, record: Option<Option<usize>>) -> Option<usize> {
         let policy = self.policy?;

@@ -1,8 +1,8 @@
-//! The `kernel_dbitmap` target: the pool op language of [`crate::pool`]
-//! driven through three sides at once: the kernel's own C dbitmap
+//! The `kernel_dbitmap` target's pool: `pool_ops`' op language driven
+//! through three sides at once: the kernel's own C dbitmap
 //! ([`KernelDBitmap`], compiled from `drivers/android/dbitmap.h` by the
 //! test-only `kernel-dbitmap` crate), our [`DBitmap`], and the naive model
-//! ([`crate::pool::PoolModel`] with the C policy).
+//! (`pool_ops`' `PoolModel` with the C policy).
 //!
 //! [`KernelPair`] is a [`PoolApi`] flavour that runs every call on both
 //! implementations and compares them on the spot: the acquired bit or
@@ -23,8 +23,9 @@
 //! the C (ours refuses above `i32::MAX` bits, where the C would allocate
 //! 256 MiB).
 
-use crate::check::Check;
-use crate::pool::{Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT};
+use crate::check::{Check, Flavour, FlavourName};
+use crate::targets::dbitmap_ops::dbitmap_grow_target_at;
+use crate::targets::pool_ops::{Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT};
 use idpool::{Bitmap, DBitmap, Gfp};
 use kernel_dbitmap::{KernelBitmap, KernelDBitmap};
 use std::cell::RefCell;
@@ -196,7 +197,7 @@ impl KernelPair {
         Refused {
             divergence: self.diverged().map(|d| {
                 (
-                    "kernel",
+                    Flavour::plain(FlavourName::Kernel),
                     Check::Kernel,
                     format!("kernel and ours disagree while building: {d}"),
                 )
@@ -206,7 +207,6 @@ impl KernelPair {
 }
 
 impl PoolApi for KernelPair {
-    const TARGET: &'static str = "kernel_dbitmap";
     const DIRECT_CAPACITY: bool = false;
     type Request = PairRequest;
     type Resizer = PairResizer;
@@ -233,7 +233,7 @@ impl PoolApi for KernelPair {
     /// `dbitmap_grow_nbits` of a map claiming `nbits` bits compared with
     /// ours (a difference is recorded like any other).
     fn grow_target_at(&self, nbits: u32) -> Option<(usize, Option<bool>)> {
-        let (ours, allocatable) = crate::pool::dbitmap_grow_target_at(nbits);
+        let (ours, allocatable) = dbitmap_grow_target_at(nbits);
         let kernel = KernelDBitmap::grow_nbits_for(nbits);
         self.same(&format!("grow size asked at {nbits} bits"), kernel, ours);
         Some((ours, allocatable))
