@@ -3,9 +3,9 @@
 //! entry ([`crate::fuzz`]), the triage tool, the binaries, the tests and
 //! (through the `targets` binary) the scripts use.
 //!
-//! Each line names a target's folder and its registry entry, a `static`
-//! in the folder's `mod.rs`: `targets! { pool_ops::POOL_OPS, ... }` declares
-//! the folder as a module and puts the entry in [`TARGETS`]. The one target
+//! A target is its folder, declared here (`pub mod <name>;`), and one
+//! line in [`TARGETS`] naming its registry entry, a `static` in the
+//! folder's `mod.rs`. The one target
 //! without a folder is `trace_roundtrip`, the trace format over every
 //! traceable target of this list, defined here for that reason
 //! ([`RoundtripTarget`]).
@@ -16,25 +16,22 @@ use crate::registry::{self, Engine, Target};
 use crate::trace::{Line, ParseError, Trace};
 use arbitrary::Unstructured;
 
-/// Declares each target folder as a module and lists its entry in
-/// [`TARGETS`], in the order given, `trace_roundtrip` last.
-macro_rules! targets {
-    ($($folder:ident::$entry:ident,)*) => {
-        $(pub mod $folder;)*
+pub mod concurrent_resize;
+pub mod dbitmap_ops;
+pub mod handle_table;
+pub mod kernel_dbitmap;
+pub mod pool_ops;
 
-        /// Every target, in a fixed order (the `trace_roundtrip` target
-        /// picks one of the traceable targets by this order).
-        pub static TARGETS: &[&dyn Target] = &[$(&$folder::$entry,)* &TRACE_ROUNDTRIP];
-    };
-}
-
-targets! {
-    pool_ops::POOL_OPS,
-    dbitmap_ops::DBITMAP_OPS,
-    handle_table::HANDLE_TABLE,
-    concurrent_resize::CONCURRENT_RESIZE,
-    kernel_dbitmap::KERNEL_DBITMAP,
-}
+/// Every target, in a fixed order (the `trace_roundtrip` target picks one
+/// of the traceable targets by this order).
+pub static TARGETS: &[&dyn Target] = &[
+    &pool_ops::POOL_OPS,
+    &dbitmap_ops::DBITMAP_OPS,
+    &handle_table::HANDLE_TABLE,
+    &concurrent_resize::CONCURRENT_RESIZE,
+    &kernel_dbitmap::KERNEL_DBITMAP,
+    &TRACE_ROUNDTRIP,
+];
 
 /// The target called `name`.
 pub fn target(name: &str) -> Option<&'static dyn Target> {

@@ -48,7 +48,8 @@
 //! are compared after every critical section, and the capacity reads the
 //! highest set bit. See [`corrupt`] for the rules and what is checked.
 //!
-//! - [`program`]: [`Program`] and [`ThreadOp`], their decoding, [`run`];
+//! - [`program`]: [`Program`] and [`ThreadOp`], and their decoding;
+//! - [`run`](mod@run): [`run`] a program under a chooser's decisions;
 //! - [`text`]: the entry ([`ConcurrentTarget`]) and the trace form;
 //! - [`sim`]: the simulated process, its setup and its loop; one step's
 //!   critical section in [`section`], a single-section operation in
@@ -65,6 +66,7 @@ pub mod encode;
 pub mod outcome;
 pub mod program;
 pub mod release;
+pub mod run;
 pub mod section;
 pub mod shrink;
 pub mod sim;
@@ -77,9 +79,8 @@ mod tests;
 
 pub use encode::encode;
 pub use outcome::Outcome;
-pub use program::{
-    decode, run, run_bytes, CorruptBit, Pool, Program, ThreadOp, BULK_COUNTS, SHARED_NODES,
-};
+pub use program::{decode, CorruptBit, Pool, Program, ThreadOp, BULK_COUNTS, SHARED_NODES};
+pub use run::{run, run_bytes};
 pub use text::{ConcurrentTarget, ConcurrentTrace};
 
 /// `concurrent_resize`: simulated threads interleaved in the lock-drop

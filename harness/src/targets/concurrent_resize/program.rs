@@ -1,12 +1,8 @@
 //! A `concurrent_resize` program: the pool, its version, the setup and
-//! each simulated thread's operations ([`Program`]), how bytes decode to it
-//! (the schedule's bytes follow), and [`run`].
+//! each simulated thread's operations ([`Program`]), and how bytes decode
+//! to it (the schedule's bytes follow).
 
-use super::outcome::Outcome;
-use super::sim::Sim;
-use crate::check::{Checked, Op, OpKind};
-use crate::designs::Design;
-use crate::sched::{ByteChooser, Chooser};
+use crate::check::{Op, OpKind};
 use arbitrary::{Arbitrary, Unstructured};
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, NodeId, Shrinker, Version};
 
@@ -222,39 +218,9 @@ impl<'a> Arbitrary<'a> for Program {
     }
 }
 
-/// Runs `program` for target `target` under the decisions of `chooser`;
-/// the first divergence, broken invariant or livelock is the failure, with
-/// the schedule so far.
-pub fn run(target: &'static str, program: &Program, chooser: &mut dyn Chooser) -> Checked<Outcome> {
-    match program.pool {
-        Pool::IdPool => run_flavour::<IdPool>(target, program, chooser),
-        Pool::DBitmap => run_flavour::<DBitmap>(target, program, chooser),
-        Pool::FastPool => run_flavour::<FastPool>(target, program, chooser),
-        Pool::AugmentedTree => run_flavour::<AugmentedTree>(target, program, chooser),
-        Pool::Shrinker => run_flavour::<Shrinker>(target, program, chooser),
-    }
-}
-
-fn run_flavour<F: Design>(
-    target: &'static str,
-    program: &Program,
-    chooser: &mut dyn Chooser,
-) -> Checked<Outcome> {
-    Sim::<F>::new(target, program)?.run(chooser)
-}
-
 /// Decodes a program and the schedule bytes that follow it.
 pub fn decode(data: &[u8]) -> Option<(Program, Unstructured<'_>)> {
     let mut u = Unstructured::new(data);
     let program = Program::arbitrary(&mut u).ok()?;
     Some((program, u))
-}
-
-/// Runs a program and its schedule decoded from the bytes, for target
-/// `target`.
-pub fn run_bytes(target: &'static str, data: &[u8]) -> Checked<Outcome> {
-    match decode(data) {
-        Some((program, u)) => run(target, &program, &mut ByteChooser::new(u)),
-        None => Ok(Outcome::default()),
-    }
 }

@@ -43,7 +43,13 @@ impl<F: Design> Sim<'_, F> {
         due
     }
 
-    pub(super) fn check_release(&self, t: usize, phase: Phase, capacity: usize, picked: &[u32]) -> Checked {
+    pub(super) fn check_release(
+        &self,
+        t: usize,
+        phase: Phase,
+        capacity: usize,
+        picked: &[u32],
+    ) -> Checked {
         let running = self.threads[t].current.as_ref().expect("runnable");
         let what = running.what;
         let handles = self.refs.by_handle().len();
@@ -130,8 +136,9 @@ impl<F: Design> Sim<'_, F> {
         if let Err(Error::KernelBug { id }) = actual {
             let expected = match running.expected {
                 Some(outcome) => format!("{outcome:?}"),
-                None => "no crash (the operation had not reached its linearisation point)"
-                    .to_string(),
+                None => {
+                    "no crash (the operation had not reached its linearisation point)".to_string()
+                }
             };
             let text = format_args!(
                 "thread {t}'s {what:?}: kernel BUG() in binder_get_ref_for_node_olocked: \

@@ -222,7 +222,13 @@ impl<F: Design> Sim<'_, F> {
     /// The warnings the table logged in this critical section against
     /// those the model expects (none, unless a corruption made a pick meet
     /// a mismatch): an unexpected warning is a finding.
-    pub(super) fn check_warnings(&mut self, t: usize, what: ThreadOp, phase: Phase, cap: usize) -> Checked {
+    pub(super) fn check_warnings(
+        &mut self,
+        t: usize,
+        what: ThreadOp,
+        phase: Phase,
+        cap: usize,
+    ) -> Checked {
         let expected = std::mem::take(&mut self.corrupt.warnings);
         let actual = self.refs.drain_warnings();
         if actual == expected {
@@ -233,7 +239,6 @@ impl<F: Design> Sim<'_, F> {
         );
         Err(self.failure(Check::Warning, what.kind(), Some(phase), cap, text))
     }
-
 }
 
 /// Applies the running operation to the model if this critical section is
@@ -276,4 +281,3 @@ fn linearise<F: Flavour>(
     }
     None
 }
-

@@ -377,7 +377,6 @@ impl<'p, F: Design> Sim<'p, F> {
         self.observe(t, phase, capacity);
         Ok(())
     }
-
 }
 
 /// The request `what` makes, given the handles the thread holds and the
@@ -402,4 +401,3 @@ fn request(what: ThreadOp, held: &mut Vec<u32>, prefilled: &mut Vec<u32>) -> Opt
         }
     })
 }
-

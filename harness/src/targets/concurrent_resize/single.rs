@@ -42,7 +42,12 @@ impl<F: Design> Sim<'_, F> {
     /// changes no handle. The shrinker's capacity must then be
     /// [`designs::reclaimed_capacity`] of the highest live handle in the
     /// model, with the allocations failing as the schedule says.
-    pub(super) fn reclaim(&mut self, t: usize, fail_alloc: bool, others_in_flight: bool) -> Checked {
+    pub(super) fn reclaim(
+        &mut self,
+        t: usize,
+        fail_alloc: bool,
+        others_in_flight: bool,
+    ) -> Checked {
         let before = self.refs.pool().capacity();
         let what = ThreadOp::Reclaim;
         let phase = Phase::of(RECLAIM);

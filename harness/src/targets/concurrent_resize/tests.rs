@@ -2,7 +2,8 @@
 //! a corrupted pool as its model expects it, and the findings a table
 //! that goes wrong behind the model's back must be.
 
-use super::program::{run, CorruptBit, Pool, Program, ThreadOp};
+use super::program::{CorruptBit, Pool, Program, ThreadOp};
+use super::run::run;
 use super::sim::Sim;
 use super::CONCURRENT_RESIZE;
 use crate::check::Check;

@@ -3,7 +3,8 @@
 //! replay and shrink rules, its hand-written seeds and the findings it
 //! hunts; and each thread operation's trace line.
 
-use super::program::{decode, run, run_bytes, CorruptBit, Pool, Program, ThreadOp};
+use super::program::{decode, CorruptBit, Pool, Program, ThreadOp};
+use super::run::{run, run_bytes};
 use crate::check::{self, Checked};
 use crate::events::Events;
 use crate::history::{Finding, Versions};
@@ -309,7 +310,11 @@ impl TraceBody for ConcurrentTrace {
         }
     }
     fn replay(&self) -> Checked<Events> {
-        let out = run(self.target.name, &self.program, &mut Replay(self.schedule.iter()))?;
+        let out = run(
+            self.target.name,
+            &self.program,
+            &mut Replay(self.schedule.iter()),
+        )?;
         Ok(out.events())
     }
     fn shrink(&self, fails: &mut dyn FnMut(&Trace) -> bool) -> Trace {

@@ -3,10 +3,12 @@
 //! is its own: the adapter the pool runner drives ([`PoolApi`] for
 //! `DBitmap`) and the registry entry.
 
-use crate::targets::pool_ops::{self, Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT, MAX_GROWS};
 use crate::idset::IdSet;
 use crate::oracle::Policy;
 use crate::registry::OpsTarget;
+use crate::targets::pool_ops::{
+    self, Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT, MAX_GROWS,
+};
 use idpool::{Bitmap, DBitmap, Gfp};
 
 /// `dbitmap_ops`: the C `dbitmap` against the model.
@@ -154,9 +156,7 @@ mod reset_failing_tests {
                 "IdPool {n}"
             );
             assert_eq!(
-                Twin::reset_failing(n)
-                    .ok()
-                    .map(|p| p.capacity()),
+                Twin::reset_failing(n).ok().map(|p| p.capacity()),
                 expected,
                 "Twin {n}"
             );

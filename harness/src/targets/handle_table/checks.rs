@@ -16,7 +16,6 @@ use crate::model::compare_invariants;
 /// run and when its capacity changed.
 pub(super) const FULL_READ_LIMIT: usize = 1 << 16;
 
-
 /// The checks of one side after a step: the planned failures it has not
 /// consumed, its capacity, then its whole state (at a `boundary` step and
 /// whenever the capacity changed from `before`) and the bits: those the
@@ -130,7 +129,11 @@ pub(super) fn check_reclaimable(
 /// says its process died, the design's own invariants, the table's own
 /// invariants (a pool/`by_handle` disagreement is expected exactly where
 /// the model's bits say so, after a corruption), `by_handle` and `by_node`.
-pub(super) fn check_whole(at: &At<'_, TableOp>, table: &dyn AnyTable, model: &TableModel) -> Checked {
+pub(super) fn check_whole(
+    at: &At<'_, TableOp>,
+    table: &dyn AnyTable,
+    model: &TableModel,
+) -> Checked {
     let flavour = table.flavour();
     let fail = |check: Check, what: &dyn core::fmt::Display| {
         at.failure(check, Some(flavour), format_args!("{flavour}: {what}"))

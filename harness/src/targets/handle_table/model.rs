@@ -332,7 +332,11 @@ impl TableModel {
     }
 
     /// The pool is full: grow it, disable it (C) or fail (Rust).
-    pub(super) fn grow_for_insert(&mut self, policy: Policy, events: &mut Events) -> Result<(), Error> {
+    pub(super) fn grow_for_insert(
+        &mut self,
+        policy: Policy,
+        events: &mut Events,
+    ) -> Result<(), Error> {
         events.pool_full += 1;
         let target = oracle::grow_target(policy, self.cap);
         let fails = self.next_alloc_fails(AllocSite::Grow);

@@ -156,7 +156,6 @@ pub const MAX_BULK: usize = 128;
 /// `pool_ops`' business.
 pub const MAX_HANDLES: usize = 1024;
 
-
 impl HandleSel {
     fn parse(w: &str) -> Result<HandleSel, String> {
         if w == "highest" {
@@ -272,4 +271,3 @@ impl OpText for TableOp {
         }
     }
 }
-

@@ -110,7 +110,9 @@ pub struct TableTrace {
 
 impl fmt::Debug for TableTrace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple(self.target.name).field(&self.program).finish()
+        f.debug_tuple(self.target.name)
+            .field(&self.program)
+            .finish()
     }
 }
 

@@ -188,7 +188,9 @@ impl<'v> Run<'v> {
             }
             let ran = Ran { request, of };
             let outcome = ran.on(at, table.as_mut(), model, hint, touched, &mut self.events);
-            let outcome = self.retired.of_side(s, involving(&self.pairs, s), outcome)?;
+            let outcome = self
+                .retired
+                .of_side(s, involving(&self.pairs, s), outcome)?;
             self.outcomes.push(outcome);
         }
         touched.extend(self.outcomes.iter().flatten().filter_map(|o| match *o {
@@ -279,7 +281,8 @@ impl<'v> Run<'v> {
             }
             let checked =
                 check_after_step(at, table.as_ref(), model, before, boundary, last, touched);
-            self.retired.of_side(i, involving(&self.pairs, i), checked)?;
+            self.retired
+                .of_side(i, involving(&self.pairs, i), checked)?;
         }
         Ok(())
     }
@@ -584,7 +587,13 @@ impl Ran<'_> {
             Warning::Mismatch { id, .. } => id,
         }));
         let warnings = format_args!("{flavour}: warnings{of}");
-        at.compare(Check::Warning, name, warnings, warned, table.drain_warnings())?;
+        at.compare(
+            Check::Warning,
+            name,
+            warnings,
+            warned,
+            table.drain_warnings(),
+        )?;
         let capacity = format_args!("{flavour}: capacity{of}");
         at.compare(Check::Capacity, name, capacity, model.cap, table.capacity())
     }

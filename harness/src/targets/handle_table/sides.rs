@@ -317,7 +317,11 @@ pub(super) fn pairs(v: &Versions) -> Vec<Pair> {
             name: FlavourName::DBitmap,
             versions: [v.c, c],
         };
-        pairs.push(Pair { a: 1, b: next, flavour });
+        pairs.push(Pair {
+            a: 1,
+            b: next,
+            flavour,
+        });
         next += 1;
     }
     if let Some(rust) = v.rust_versus {
@@ -325,7 +329,11 @@ pub(super) fn pairs(v: &Versions) -> Vec<Pair> {
             name: FlavourName::IdPool,
             versions: [v.rust, rust],
         };
-        pairs.push(Pair { a: 0, b: next, flavour });
+        pairs.push(Pair {
+            a: 0,
+            b: next,
+            flavour,
+        });
     }
     pairs
 }

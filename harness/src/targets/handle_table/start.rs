@@ -148,8 +148,8 @@ impl fmt::Debug for StartSet {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::node::NODES;
+    use super::*;
 
     #[test]
     fn ranges_and_repeats_are_refused_in_one_line() {

@@ -24,7 +24,6 @@ use idpool::{
 /// The target these tests run as.
 const TARGET: &str = "handle_table";
 
-
 /// The pool read one id at a time after a corruption, on the C driver
 /// as first merged (bit 0 reserved): the table model's record of the
 /// bits expects the corrupted bit and the reserved one, so neither is

@@ -4,8 +4,8 @@
 //! targets that run them (`dbitmap_ops`, `kernel_dbitmap`) and this one's
 //! twin with it ([`super::Twin`]).
 
-use crate::bits;
 use super::Resize;
+use crate::bits;
 use crate::check::{Check, Flavour};
 use crate::idset::IdSet;
 use idpool::{Gfp, IdPool, PoolResizer, ReallocRequest};
@@ -34,7 +34,6 @@ pub struct Refused {
 
 /// A pool built, or [`Refused`].
 pub type Built<P> = Result<P, Refused>;
-
 
 /// The pool API the runner drives: a thin adapter over each flavour's own
 /// public API, with no logic of its own.

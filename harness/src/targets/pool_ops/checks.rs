@@ -5,9 +5,46 @@
 use super::api::{Built, PoolApi, Refused};
 use super::model::{CGrowSize, PoolModel};
 use super::ops::{PoolOp, Resize};
-use super::runner::Touched;
 use crate::bits;
 use crate::check::{At, Check, Checked, Failure};
+
+/// What a step may have changed, and so what is compared after it: the
+/// ids it touched are read one at a time (beside the boundaries, always);
+/// a bulk op, a reset or a refused commit also compares the whole used set
+/// once; a commit that resized (the map replaced) compares everything, id
+/// by id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Touched {
+    /// This id, if any, read alone.
+    Id(Option<usize>),
+    /// Many ids: these, read one at a time, and the whole used set.
+    Bulk(Vec<usize>),
+    /// The ids of this range (clipped to the capacity) and the whole used set.
+    Range(core::ops::Range<usize>),
+    /// Every id up to the capacity, the used set, and a twin's invariants.
+    Everything,
+}
+
+impl Touched {
+    pub(super) fn is_everything(&self) -> bool {
+        matches!(self, Touched::Everything)
+    }
+    /// Whether the whole used set is compared.
+    pub(super) fn used_set(&self) -> bool {
+        !matches!(self, Touched::Id(_))
+    }
+    /// The ids read one at a time besides the boundaries, up to `cap`
+    /// (the one past the capacity is a boundary).
+    pub(super) fn ids(&self, cap: usize) -> impl Iterator<Item = usize> + '_ {
+        let (listed, range): (&[usize], _) = match self {
+            Touched::Id(id) => (id.as_slice(), 0..0),
+            Touched::Bulk(ids) => (ids, 0..0),
+            Touched::Range(r) => (&[], r.start.min(cap + 1)..r.end.min(cap + 1)),
+            Touched::Everything => (&[], 0..cap + 1),
+        };
+        listed.iter().copied().chain(range)
+    }
+}
 
 /// The pool built, `None` when it was refused, or the failure of a twin
 /// that disagreed about refusing.

@@ -3,7 +3,9 @@
 //! touched, and on everything after a resize and at the end.
 
 use super::api::{PoolApi, Shape, BULK_CAP_LIMIT, MAX_GROWS};
-use super::checks::{built, check_bits, check_twin, check_used, probe_ceiling, unless_diverged};
+use super::checks::{
+    built, check_bits, check_twin, check_used, probe_ceiling, unless_diverged, Touched,
+};
 use super::model::{ModelPending, PoolModel, MAX_PENDING};
 use super::ops::{PoolOp, Resize};
 use crate::check::{At, Check, Checked};
@@ -73,44 +75,6 @@ fn check_after<P: PoolApi>(
     let bits = check_bits(at, model, pool, touched);
     unless_diverged(at, model, pool, bits)?;
     check_twin(at, pool, touched.is_everything(), model)
-}
-
-/// What a step may have changed, and so what is compared after it: the
-/// ids it touched are read one at a time (beside the boundaries, always);
-/// a bulk op, a reset or a refused commit also compares the whole used set
-/// once; a commit that resized (the map replaced) compares everything, id
-/// by id.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Touched {
-    /// This id, if any, read alone.
-    Id(Option<usize>),
-    /// Many ids: these, read one at a time, and the whole used set.
-    Bulk(Vec<usize>),
-    /// The ids of this range (clipped to the capacity) and the whole used set.
-    Range(core::ops::Range<usize>),
-    /// Every id up to the capacity, the used set, and a twin's invariants.
-    Everything,
-}
-
-impl Touched {
-    pub(super) fn is_everything(&self) -> bool {
-        matches!(self, Touched::Everything)
-    }
-    /// Whether the whole used set is compared.
-    pub(super) fn used_set(&self) -> bool {
-        !matches!(self, Touched::Id(_))
-    }
-    /// The ids read one at a time besides the boundaries, up to `cap`
-    /// (the one past the capacity is a boundary).
-    pub(super) fn ids(&self, cap: usize) -> impl Iterator<Item = usize> + '_ {
-        let (listed, range): (&[usize], _) = match self {
-            Touched::Id(id) => (id.as_slice(), 0..0),
-            Touched::Bulk(ids) => (ids, 0..0),
-            Touched::Range(r) => (&[], r.start.min(cap + 1)..r.end.min(cap + 1)),
-            Touched::Everything => (&[], 0..cap + 1),
-        };
-        listed.iter().copied().chain(range)
-    }
 }
 
 /// The runner's state besides the pool: the pending resizers, in step with
@@ -267,7 +231,6 @@ fn release_all<P: PoolApi>(
         pool.release(id);
     }
 }
-
 
 /// [`PoolOp::Prepare`]: request on both sides, compare, allocate, and
 /// queue the resizer.

@@ -426,7 +426,6 @@ impl PoolApi for Twin {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,10 +454,7 @@ mod tests {
             true,
         );
         let (name, check, what) = refused(diverged).divergence.expect("reported");
-        assert_eq!(
-            (name, check),
-            (FAST, Check::ResetSucceeds)
-        );
+        assert_eq!((name, check), (FAST, Check::ResetSucceeds));
         assert!(what.contains("pool of 65 ids built"), "{what}");
     }
 }
