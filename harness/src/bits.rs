@@ -9,7 +9,7 @@
 //! the model's idea of it ([`Expected`]): for `handle_table`, the table
 //! model's own record of the pool's bits, which knows the version's
 //! reserved bit 0 and the corruptions injected
-//! (`TableModel::compare_bits` in [`crate::table`]); for
+//! (`TableModel::compare_bits` in `handle_table`); for
 //! `concurrent_resize`, the live handles and the version's reserved bit 0
 //! ([`handles_of`]), or once a corruption changed a bit, the scheduler's
 //! record of the bits (`sched::corrupt`).

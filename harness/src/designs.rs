@@ -126,7 +126,7 @@ pub trait Design: Flavour + PoolBits {
 
 /// How the versions `refs` reports (its own, and its pool's where the pool
 /// keeps one) differ from `built_for`, or `None`: the check of
-/// [`Check::Version`] for every table runner.
+/// [`crate::check::Check::Version`] for every table runner.
 pub fn version_mismatch<F: Design>(refs: &NodeRefs<F>, built_for: Version) -> Option<String> {
     reported_versions(built_for, refs.version(), refs.pool().pool_version())
 }

@@ -13,9 +13,10 @@
 //! Three layers. A module imports from its own layer and the layers below,
 //! never from a layer above.
 //!
-//! - **The list** (top): `src/targets/mod.rs` names every target once, one
-//!   line each, and finds a target by name; `fuzz` is the one function
-//!   every engine's glue calls, with the target's name.
+//! - **The list** (top): `src/targets/mod.rs` declares every target's
+//!   folder and lists its entry once, in `TARGETS`, and finds a target by
+//!   name; `fuzz` is the one function every engine's glue calls, with the
+//!   target's name.
 //! - **One folder per target**, `src/targets/<name>/`: its operations (the
 //!   op enum, how bytes decode to it, its kind and its trace line), its
 //!   model, its runner, its trace form and its registry entry, a `static`
@@ -29,8 +30,9 @@
 //!   of expected with actual (`check`), the trace format (`trace`, `text`,
 //!   `shrink`), the scheduler engine for step machines (`sched`), the model
 //!   parts several targets share (`model`, `bits`, `history`, `oracle`,
-//!   `designs`, `idset`, `domain`), and what the engines get besides a run
-//!   (`feedback`, `seeds`, `dict`).
+//!   `designs`, `idset`, `domain`), what a run reached (`events`), what
+//!   the engines get besides a run (`feedback`, `seeds`, `dict`), and the
+//!   tools' plumbing (`json`, `files`, `mutant`).
 //!
 //! A target's name exists once, in its registry entry: the entry hands it
 //! to the runner, which puts it on every failure, signature, narration and
@@ -40,24 +42,29 @@
 //! # Adding a target
 //!
 //! 1. Its folder, `src/targets/<name>/`: for a list of operations, an op
-//!    type implementing `check::Op`, `text::OpText` and `Arbitrary`, a
-//!    runner `fn(target: &'static str, ops: &[Op]) -> check::Checked<Events>`
-//!    that fails through `check::At`, and the entry
+//!    type implementing `check::Op` (naming its own kinds), `text::OpText`
+//!    and `Arbitrary`, a runner
+//!    `fn(target: &'static str, ops: &[Op]) -> check::Checked<Events>` that
+//!    fails through `check::At`, and, in the folder's `mod.rs`, the entry
 //!    `pub static <NAME>: OpsTarget<Op> = OpsTarget::new("<name>", "<what it drives>", run);`.
-//!    A target whose input is more than a list of operations implements
-//!    `registry::Target` and `trace::TraceBody` itself, as
-//!    `concurrent_resize` does.
-//! 2. One line in `src/targets/mod.rs`: `<name>::<NAME>,`.
-//! 3. Its glue, the same three lines for every target:
-//!    `fuzz/fuzz_targets/<name>.rs` with a `[[bin]]` in `fuzz/Cargo.toml`,
-//!    `fuzz/afl/src/bin/<name>.rs` and `fuzz/honggfuzz/src/bin/<name>.rs`,
-//!    each calling `idpool_harness::fuzz("<name>", data)`.
+//!    A target over another target's op language brings only its pool and
+//!    its entry (`dbitmap_ops`). A target whose input is more than a list
+//!    of operations implements `registry::Target` and `trace::TraceBody`
+//!    itself, as `concurrent_resize` does.
+//! 2. In `src/targets/mod.rs`, the folder declared (`pub mod <name>;`) and
+//!    its one line in `TARGETS`: `&<name>::<NAME>,`.
+//! 3. Its glue, the same lines for every target (`registry::Engine::glue`
+//!    writes them): `fuzz/fuzz_targets/<name>.rs` with a `[[bin]]` in
+//!    `fuzz/Cargo.toml`, `fuzz/afl/src/bin/<name>.rs` and
+//!    `fuzz/honggfuzz/src/bin/<name>.rs`, each calling
+//!    `idpool_harness::fuzz("<name>", data)`.
 //! 4. Its generated files: `cargo run -p idpool-harness --bin seed-corpus -- <name>`
 //!    and `cargo run -p idpool-harness --bin fuzz-dict -- fuzz/dict`.
 //!
-//! `cargo test` checks every step: the glue files and the manifest entry,
-//! the dictionary, the corpus.
-//!
+//! `cargo test` checks every step: the glue files, word for word, and the
+//! manifest entry, the dictionary, the corpus. A new kind of comparison is
+//! one entry in `check`'s list of checks; a new path worth counting, one
+//! in `events`'.
 
 pub mod bits;
 pub mod check;

@@ -21,7 +21,7 @@
 //! What cannot be stated another way: "a pool of 64 ids or fewer never
 //! shrinks", "an empty pool shrinks to 64" and the targets themselves
 //! (half the capacity, at least 64 for Rust) are single constants or
-//! one division; the commit rules (`PoolModel::commit` in [`crate::pool`]:
+//! one division; the commit rules (`PoolModel::commit` in `pool_ops`:
 //! a grow takes a larger resizer, a Rust shrink takes a resizer at least
 //! as large as the recomputed target, a C shrink one exactly equal to it)
 //! are single comparisons. Those are pinned to the cases below and to the

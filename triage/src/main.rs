@@ -74,7 +74,7 @@ enum Command {
         /// The target of raw bytes, when the path does not name it.
         #[arg(long)]
         target: Option<String>,
-        /// Where to write the minimised trace (default: <file>.min.trace).
+        /// Where to write the minimised trace (default: `<file>.min.trace`).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },

@@ -61,26 +61,13 @@ pub fn events_json(events: &Events) -> Json {
     Json::Obj(reached.collect())
 }
 
-/// A failure as a JSON object: its signature and each of its values, the
-/// message, what the check means, and the known upstream finding it is.
+/// A failure as a JSON object ([`Failure::to_json`]), with the known
+/// upstream finding it is.
 pub fn failure_json(f: &Failure) -> Json {
-    let signature = f.signature();
-    Json::Obj(vec![
-        ("signature", Json::str(signature.to_string())),
-        ("target", Json::str(f.target)),
-        ("step", Json::int(f.step)),
-        ("op", Json::str(f.op.name())),
-        ("check", Json::str(f.check.to_string())),
-        (
-            "panic",
-            Json::Bool(matches!(f.check, check::Check::Panic(_))),
-        ),
-        ("flavour", Json::opt_str(f.flavour.map(|x| x.to_string()))),
-        ("phase", Json::opt_str(f.phase.map(|p| p.to_string()))),
-        ("capacity", Json::int(f.capacity)),
-        ("regime", Json::str(signature.regime.to_string())),
-        ("message", Json::str(f.message.clone())),
-        ("meaning", Json::str(f.check.meaning())),
-        ("finding", Json::opt_str(Finding::of(f).map(Finding::name))),
-    ])
+    let Json::Obj(mut fields) = f.to_json() else {
+        unreachable!("a failure is an object")
+    };
+    let finding = Finding::of(f).map(Finding::name);
+    fields.push(("finding", Json::opt_str(finding)));
+    Json::Obj(fields)
 }

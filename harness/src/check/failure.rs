@@ -3,6 +3,7 @@
 //! ([`Detail`]).
 
 use super::{Check, OpKind, Phase, Regime};
+use crate::json::Json;
 use core::fmt::{self, Display};
 use idpool::Version;
 
@@ -230,9 +231,51 @@ impl Failure {
         self
     }
 
-    /// Panics with the message, as a fuzz target must.
+    /// The failure as JSON: its signature, each of its values, the
+    /// message and what the check means (`triage --json` adds the known
+    /// upstream finding it is).
+    pub fn to_json(&self) -> Json {
+        let signature = self.signature();
+        Json::Obj(vec![
+            ("signature", Json::str(signature.to_string())),
+            ("target", Json::str(self.target)),
+            ("step", Json::int(self.step)),
+            ("op", Json::str(self.op.name())),
+            ("check", Json::str(self.check.to_string())),
+            ("panic", Json::Bool(matches!(self.check, Check::Panic(_)))),
+            (
+                "flavour",
+                Json::opt_str(self.flavour.map(|x| x.to_string())),
+            ),
+            ("phase", Json::opt_str(self.phase.map(|p| p.to_string()))),
+            ("capacity", Json::int(self.capacity)),
+            ("regime", Json::str(signature.regime.to_string())),
+            ("message", Json::str(self.message.clone())),
+            ("meaning", Json::str(self.check.meaning())),
+        ])
+    }
+
+    /// Panics with the message, as a fuzz target must. First, when
+    /// `IDPOOL_FAILURE_JSON` names a file that does not exist yet, writes
+    /// the failure there as JSON ([`Failure::to_json`]): what a script
+    /// reads of a fuzzer's crash (the check that failed), rather than its
+    /// log.
+    ///
+    /// # Panics
+    ///
+    /// Always.
     #[track_caller]
     pub fn raise(self) -> ! {
+        if let Some(path) = std::env::var_os("IDPOOL_FAILURE_JSON") {
+            use std::io::Write;
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path);
+            if let Ok(mut file) = file {
+                let _ = writeln!(file, "{}", self.to_json());
+            }
+        }
         panic!("{}", self.message)
     }
 

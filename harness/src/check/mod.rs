@@ -20,7 +20,7 @@
 //! - [`failure`]: [`Failure`], [`Signature`], [`Flavour`], [`Detail`];
 //! - [`at`]: [`At`], where a runner is, and its comparisons (`eq`,
 //!   `compare`, `failure`);
-//! - [`narrate`]: the step being run (so that a panic from no check is
+//! - [`mod@narrate`]: the step being run (so that a panic from no check is
 //!   attributed to it, [`Failure::from_panic`], [`catching`]) and the
 //!   narration of every comparison that `triage repro` prints.
 

@@ -8,7 +8,7 @@
 //!
 //! # Why step granularity is enough
 //!
-//! Every handle-table operation is an [`Operation`] step machine whose steps
+//! Every handle-table operation is an [`idpool::Operation`] step machine whose steps
 //! are either one critical section (run with the table's mutex held) or one
 //! allocation (run with the lock dropped, touching no shared state). The
 //! mutex serialises critical sections, and an unlocked step neither reads
@@ -18,7 +18,7 @@
 //! is *which thread's next step runs next*, plus whether each allocation
 //! succeeds. That is what this scheduler reads from the fuzz input, and all
 //! it decides. It re-implements no part of the protocol: it calls
-//! [`Operation::step_locked`] and [`Operation::step_unlocked`], the very
+//! [`idpool::Operation::step_locked`] and [`idpool::Operation::step_unlocked`], the very
 //! functions `SharedHandleTable` runs on real threads.
 //!
 

@@ -1,5 +1,5 @@
 //! The bytes a [`Program`] and a schedule decode from: for seeds written
-//! by hand ([`crafted`]), so that an interleaving the
+//! by hand (`crafted`), so that an interleaving the
 //! random seeds rarely reach is in the corpus and in the smoke test.
 //!
 //! The bytes are built field by field in the order

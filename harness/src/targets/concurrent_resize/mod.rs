@@ -22,7 +22,7 @@
 //! window. No RNG is involved: the same
 //! input is the same execution, and libFuzzer's minimiser shrinks program
 //! and schedule together. The schedule as it ran is recorded step by step
-//! ([`Decision`]), and that is what a trace stores and replays.
+//! ([`crate::sched::Decision`]), and that is what a trace stores and replays.
 //!
 //! # Oracle
 //!
@@ -33,7 +33,7 @@
 //! start *at that moment*, and an insert of a node already present must
 //! return that node's handle. After every critical section (every lock
 //! release) the table's invariants are checked and `by_handle` must equal
-//! the model's. A thread whose operation takes more than [`STEP_BOUND`]
+//! the model's. A thread whose operation takes more than [`crate::sched::STEP_BOUND`]
 //! steps is reported as a livelock. Every failure prints the schedule so
 //! far, which replays exactly.
 //!
@@ -49,7 +49,7 @@
 //! highest set bit. See [`corrupt`] for the rules and what is checked.
 //!
 //! - [`program`]: [`Program`] and [`ThreadOp`], and their decoding;
-//! - [`run`](mod@run): [`run`] a program under a chooser's decisions;
+//! - [`mod@run`]: [`run()`] a program under a chooser's decisions;
 //! - [`text`]: the entry ([`ConcurrentTarget`]) and the trace form;
 //! - [`sim`]: the simulated process, its setup and its loop; one step's
 //!   critical section in [`section`], a single-section operation in
@@ -57,7 +57,7 @@
 //!   state in [`state`], what a run reached in [`outcome`];
 //! - [`capacity`] and [`corrupt`]: the model's capacity and, after a
 //!   corruption, its record of the pool's bits;
-//! - [`encode`] and [`shrink`]: bytes for hand-written seeds, and the
+//! - [`mod@encode`] and [`shrink`]: bytes for hand-written seeds, and the
 //!   minimiser's rules.
 
 pub mod capacity;

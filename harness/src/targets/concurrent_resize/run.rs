@@ -1,5 +1,5 @@
 //! Running a `concurrent_resize` program: the simulated process of its
-//! pool's flavour ([`super::sim::Sim`]) under a chooser's decisions.
+//! pool's flavour (`Sim`) under a chooser's decisions.
 
 use super::outcome::Outcome;
 use super::program::{decode, Pool, Program};

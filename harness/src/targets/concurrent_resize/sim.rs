@@ -1,4 +1,4 @@
-//! The simulated process of a `concurrent_resize` run ([`Sim`]): the
+//! The simulated process of a `concurrent_resize` run (`Sim`): the
 //! table, its model, the threads and what each is running; its setup
 //! (prefill, then release down to `keep`), the loop that asks the chooser
 //! which thread runs next, and the checks at the end. A step's critical

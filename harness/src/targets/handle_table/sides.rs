@@ -1,7 +1,7 @@
 //! The sides of a `handle_table` run: each flavour's table (owned, or
 //! behind the lock real threads share) built for one version, as the
-//! runner sees it ([`AnyTable`]), beside its own model; and which sides
-//! are compared as two versions of one flavour ([`pairs`]).
+//! runner sees it (`AnyTable`), beside its own model; and which sides
+//! are compared as two versions of one flavour (`pairs`).
 
 use super::model::TableModel;
 use super::start::StartSet;

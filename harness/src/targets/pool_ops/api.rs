@@ -15,7 +15,7 @@ use idpool::{Gfp, IdPool, PoolResizer, ReallocRequest};
 pub const DBITMAP_RESET_LIMIT: usize = 1 << 20;
 
 /// A bulk acquire stops growing the pool here: beyond, every scan costs
-/// milliseconds. ([`PoolOp::ProbeCeiling`] covers the 2^30 ceiling.)
+/// milliseconds. ([`super::PoolOp::ProbeCeiling`] covers the 2^30 ceiling.)
 pub const BULK_CAP_LIMIT: usize = 1 << 20;
 
 /// No pool doubles more than this from 64 ids: a loop that grows stops here
@@ -63,7 +63,7 @@ pub trait PoolApi: Sized {
     /// stays).
     fn reset_failing(capacity: usize) -> Built<Self>;
     /// Whether the flavour can be built directly at any capacity (the C
-    /// one grows by doubling only, so it skips [`PoolOp::ProbeCeiling`]).
+    /// one grows by doubling only, so it skips [`super::PoolOp::ProbeCeiling`]).
     const DIRECT_CAPACITY: bool;
     /// Find and acquire.
     fn acquire(&mut self, offset: usize) -> Option<usize>;

@@ -16,7 +16,7 @@ use idpool::Gfp;
 
 /// Runs `ops` on a fresh pool of flavour `P` and on the model, for target
 /// `target` (the registry entry's name, on every failure). After every
-/// step the capacity and what the step touched ([`Touched`]) are compared,
+/// step the capacity and what the step touched (`Touched`) are compared,
 /// with the boundary ids read one at a time; after a commit, at the end of
 /// the input, and (the used set) after a bulk op or a reset, everything.
 /// The first divergence is the [`Failure`](crate::check::Failure).

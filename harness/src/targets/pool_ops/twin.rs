@@ -30,7 +30,7 @@ type Divergence = Rc<RefCell<Option<(Check, String)>>>;
 /// drops it. Building a fast pool reads its whole map (to build the
 /// summaries): 256 MiB at the top of the range, tens of milliseconds. So
 /// for those sizes the fast pool is really built once per process and
-/// size, and its two answers are kept ([`CeilingAnswers`]).
+/// size, and its two answers are kept (`CeilingAnswers`).
 #[derive(Debug)]
 pub struct Twin {
     main: IdPool,
