@@ -277,7 +277,38 @@ result_page() {
     base="$RESULTS/$(date -u +%Y-%m-%d)-$1"
     page="$base.md"
     while [ -e "$page" ]; do page="$base-$n.md"; n=$((n + 1)); done
+    touch "$page"
+    results_index
     printf '%s\n' "$page"
+}
+
+# Rewrites $RESULTS/README.md: the pages by kind, newest first (a page is
+# <date>-<kind>[-<n>].md).
+results_index() {
+    local page name kind kinds
+    {
+        echo "# Results"
+        echo
+        echo "Every measurement of the project, one page per run, dated and naming the"
+        echo "command that produced it and the tree it ran on. The scripts that measure"
+        echo "write them (\`ci/lib.sh\`: \`result_page\`) and keep this index."
+        echo
+        echo "| kind | pages, newest first |"
+        echo "| --- | --- |"
+        kinds=$(find "$RESULTS" -maxdepth 1 -name '20??-??-??-*.md' -printf '%f\n' |
+            sed -E 's/^[0-9-]{11}//; s/(-[0-9]+)?\.md$//' | sort -u)
+        for kind in $kinds; do
+            printf '| %s |' "$kind"
+            # Newest first: by date, then by the day's run (no number is the first).
+            find "$RESULTS" -maxdepth 1 -printf '%f\n' | grep -E "^[0-9-]{11}$kind(-[0-9]+)?\.md$" |
+                sed -E 's/^(.{10})-.*-([0-9]+)\.md$/\1 \2 &/; t; s/^(.{10}).*$/\1 1 &/' |
+                sort -k1,1r -k2,2nr | cut -d' ' -f3 | while read -r page; do
+                    name=${page%.md}
+                    printf ' [%s](%s)' "${name%%-"$kind"*}${name##*-"$kind"}" "$page"
+                done
+            echo " |"
+        done
+    } > "$RESULTS/README.md"
 }
 
 # The head of a result page: `page_head TITLE COMMAND...` prints the

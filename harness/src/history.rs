@@ -1,5 +1,5 @@
 //! Upstream history as part of the program: which version of each driver a
-//! run follows, what each version does (stated here from SPEC.md's
+//! run follows, what each version does (stated here from `docs/spec.md`'s
 //! "Upstream history", not read from [`idpool::Version`]'s rule methods),
 //! and which findings are the known upstream bugs.
 //!
@@ -153,7 +153,7 @@ pub enum Reaction {
     TakeWarnEinval,
 }
 
-/// What one version does, as SPEC.md's "Upstream history" tells it.
+/// What one version does, as the history of `docs/spec.md` tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
     /// The C driver (else Rust).
@@ -176,7 +176,7 @@ pub struct Rules {
     pub on_mismatch: Reaction,
 }
 
-/// The rules of `version`, one row per version of SPEC.md's history.
+/// The rules of `version`, one row per version of `docs/spec.md`'s history.
 pub fn rules(version: Version) -> Rules {
     // The rows, in the words of the history:
     // - C as first merged: "descriptor 0 was reserved for the context
@@ -215,7 +215,7 @@ pub fn rules(version: Version) -> Rules {
         "c-mainline" => c(false, false, false, false),
         "rust-v1" => rust(Reaction::TakeAndSearchOn),
         "rust-mainline" => rust(Reaction::TakeWarnEinval),
-        other => unreachable!("a version SPEC.md does not list: {other}"),
+        other => unreachable!("a version docs/spec.md does not list: {other}"),
     }
 }
 
@@ -527,7 +527,7 @@ mod tests {
 
     #[test]
     fn the_manager_gets_0_without_looking_in_the_versions_before_the_fix_only() {
-        // SPEC.md's history: June 2024 as first merged always gave the
+        // The history of docs/spec.md: June 2024 as first merged always gave the
         // context manager's node 0; v3 is June 2024 but for the threshold
         // (and its clear); "binder: fix descriptor lookup for context
         // manager" made C search from offset 0 for the manager, and the
@@ -542,7 +542,7 @@ mod tests {
 
     #[test]
     fn the_rows_follow_spec_history() {
-        // Pinned to SPEC.md's "Upstream history", and checked against the
+        // Pinned to the history of docs/spec.md, and checked against the
         // allocator's own reading so a misreading on either side shows.
         for v in Version::ALL {
             let r = rules(v);
