@@ -308,32 +308,22 @@ pub(super) struct Pair {
     pub(super) flavour: Flavour,
 }
 
-/// The pairs of sides run on two versions of one flavour.
+/// The pairs of sides run on two versions of one flavour: the `dbitmap`
+/// table (side 1) beside a second one, then the `IdPool` table (side 0)
+/// beside a second one, each extra side after the [`FLAVOURS`] in that order.
 pub(super) fn pairs(v: &Versions) -> Vec<Pair> {
-    let mut pairs = Vec::new();
-    let mut next = FLAVOURS;
-    if let Some(c) = v.c_versus {
-        let flavour = Flavour::Versus {
-            name: FlavourName::DBitmap,
-            versions: [v.c, c],
-        };
-        pairs.push(Pair {
-            a: 1,
-            b: next,
-            flavour,
-        });
-        next += 1;
-    }
-    if let Some(rust) = v.rust_versus {
-        let flavour = Flavour::Versus {
-            name: FlavourName::IdPool,
-            versions: [v.rust, rust],
-        };
-        pairs.push(Pair {
-            a: 0,
-            b: next,
-            flavour,
-        });
-    }
-    pairs
+    let wanted = [
+        (1, FlavourName::DBitmap, v.c, v.c_versus),
+        (0, FlavourName::IdPool, v.rust, v.rust_versus),
+    ];
+    wanted
+        .into_iter()
+        .filter_map(|(a, name, first, second)| Some((a, name, [first, second?])))
+        .zip(FLAVOURS..)
+        .map(|((a, name, versions), b)| Pair {
+            a,
+            b,
+            flavour: Flavour::Versus { name, versions },
+        })
+        .collect()
 }
