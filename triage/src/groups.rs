@@ -74,7 +74,7 @@ fn replay_group(path: &Path, target: Option<&str>) -> Group {
 }
 
 /// Prints the groups, the largest first (`json`: as one JSON array of
-/// `group`, `count` and `files`, smallest first).
+/// `group`, `count` and `files`, in the same order).
 pub fn print(groups: &Groups, json: bool) {
     let mut sorted: Vec<_> = groups.iter().collect();
     sorted.sort_by_key(|(_, files)| std::cmp::Reverse(files.len()));

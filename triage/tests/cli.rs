@@ -340,3 +340,51 @@ fn states_bad_input_gets_one_line_and_exit_2() {
     assert_eq!(code, 2);
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// A June 2024 table beside a v3 one: v3 shrinks at a quarter, June 2024
+/// does not (the v3 threshold finding).
+const FAILING: &str = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversus c-2024-06\n\
+                       insert-many 65\ndrop-all lifo\n";
+
+#[test]
+fn json_is_one_line_of_what_the_scripts_read() {
+    let dir = scratch("json");
+    let trace = dir.join("v3.trace");
+    std::fs::write(&trace, FAILING).unwrap();
+    let trace = trace.to_str().unwrap();
+    let one_line = |out: &str| {
+        assert_eq!(out.lines().count(), 1, "one JSON value on one line: {out}");
+        assert!(out.starts_with('{') || out.starts_with('['), "{out}");
+    };
+
+    let (code, out, err) = triage(&["repro", trace, "--json"]);
+    assert_eq!(code, 1, "a failing trace exits 1: {err}");
+    one_line(&out);
+    for field in [
+        r#""target":"handle_table""#,
+        r#""passes":false"#,
+        r#""signature":"handle_table/"#,
+        r#""finding":"v3-threshold""#,
+    ] {
+        assert!(out.contains(field), "repro --json lacks {field}: {out}");
+    }
+
+    let min = dir.join("min.trace");
+    let min_s = min.to_str().unwrap();
+    let (code, out, err) = triage(&["minimize", trace, "-o", min_s, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    one_line(&out);
+    let path = format!(r#""path":"{min_s}""#);
+    for field in [path.as_str(), r#""finding":"v3-threshold""#, r#""from":2"#] {
+        assert!(out.contains(field), "minimize --json lacks {field}: {out}");
+    }
+    assert!(min.exists(), "minimize wrote {min_s}");
+
+    let (code, out, err) = triage(&["dedup", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    one_line(&out);
+    assert!(
+        out.contains(r#""count":2"#),
+        "both traces, one group: {out}"
+    );
+}
