@@ -70,16 +70,23 @@ impl Engine {
     }
 
     /// The glue file of target `name`, in full: the same for every target
-    /// but the name, a call of `idpool_harness::fuzz` and nothing else.
+    /// but the name, a call of `idpool_harness::fuzz` and nothing else. The
+    /// closure's body is a block, the one form every engine's macro takes
+    /// (honggfuzz's takes no other).
     pub fn glue(self, name: &str) -> String {
-        let call = format!("idpool_harness::fuzz(\"{name}\", data)");
+        let body = format!("idpool_harness::fuzz(\"{name}\", data);");
         match self {
-            Engine::LibFuzzer => {
-                format!("#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {call});\n")
+            Engine::LibFuzzer => format!(
+                "#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {{\n    {body}\n}});\n"
+            ),
+            Engine::Afl => {
+                format!(
+                    "fn main() {{\n    afl::fuzz!(|data: &[u8]| {{\n        {body}\n    }});\n}}\n"
+                )
             }
-            Engine::Afl => format!("fn main() {{\n    afl::fuzz!(|data: &[u8]| {call});\n}}\n"),
             Engine::Honggfuzz => format!(
-                "fn main() {{\n    loop {{\n        honggfuzz::fuzz!(|data: &[u8]| {call});\n    }}\n}}\n"
+                "fn main() {{\n    loop {{\n        honggfuzz::fuzz!(|data: &[u8]| {{\n            \
+                 {body}\n        }});\n    }}\n}}\n"
             ),
         }
     }

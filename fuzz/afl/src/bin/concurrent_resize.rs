@@ -1,3 +1,5 @@
 fn main() {
-    afl::fuzz!(|data: &[u8]| idpool_harness::fuzz("concurrent_resize", data));
+    afl::fuzz!(|data: &[u8]| {
+        idpool_harness::fuzz("concurrent_resize", data);
+    });
 }

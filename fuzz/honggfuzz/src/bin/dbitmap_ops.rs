@@ -1,5 +1,7 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("dbitmap_ops", data));
+        honggfuzz::fuzz!(|data: &[u8]| {
+            idpool_harness::fuzz("dbitmap_ops", data);
+        });
     }
 }

@@ -1,5 +1,7 @@
 fn main() {
     loop {
-        honggfuzz::fuzz!(|data: &[u8]| idpool_harness::fuzz("kernel_dbitmap", data));
+        honggfuzz::fuzz!(|data: &[u8]| {
+            idpool_harness::fuzz("kernel_dbitmap", data);
+        });
     }
 }
