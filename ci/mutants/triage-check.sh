@@ -23,9 +23,13 @@ work=$MUTANTS_WORK
 mkdir -p "$work/promoted"
 export CARGO_TARGET_DIR="$work/target-triage"
 
+# The faithful build has a target directory of its own: cargo names a
+# workspace's artifacts by paths relative to its root, and the planted
+# copies keep the tree's timestamps, so a shared one would hand back a
+# planted build as up to date.
 step "building triage on the tree as it is"
-(cd "$ROOT" && cargo build --release -q -p triage)
-cp "$CARGO_TARGET_DIR/release/triage" "$work/triage-faithful"
+(cd "$ROOT" && CARGO_TARGET_DIR="$work/target-faithful" cargo build --release -q -p triage)
+cp "$work/target-faithful/release/triage" "$work/triage-faithful"
 
 rows=()
 bad=0
@@ -40,6 +44,9 @@ for spec in "${specs[@]}"; do
     tree="$work/tree-triage"
     copy_tree "$tree"
     plant "$spec" "$tree" || die "$spec does not apply"
+    # The copy of this bug's committed regression goes: the promotion
+    # starts from the artifact alone, and the test below runs its trace.
+    rm -f "$tree"/corpus/regressions/*/"planted-$name.trace"
     (cd "$tree" && cargo build --release -q -p triage)
     out="$work/promoted/$name.json"
     (cd "$tree" && "$CARGO_TARGET_DIR/release/triage" promote --json "$artifact" --name "planted-$name" \
@@ -48,8 +55,15 @@ for spec in "${specs[@]}"; do
     trace="$tree/$(jq -r .path "$out")"
     cp "$trace" "$work/promoted/"
     ops=$(jq -r .operations "$out")
-    if (cd "$tree" && cargo test -q -p idpool-harness --test regressions) > "$work/promoted/$name.test.log" 2>&1; then
-        with="NO (cargo test passed)"; bad=$((bad + 1))
+    # Built first, so that a tree that does not build is not taken for a
+    # failing trace; then the promoted trace's test alone, by its exact name.
+    regressions=(cargo test -q -p idpool-harness --test regressions)
+    test_log="$work/promoted/$name.test.log"
+    if ! (cd "$tree" && "${regressions[@]}" --no-run) > "$test_log" 2>&1; then
+        with="NO (the planted tree does not build: see $test_log)"; bad=$((bad + 1))
+    elif (cd "$tree" && "${regressions[@]}" -- --exact "$(jq -r .target "$out")/planted-$name") \
+        >> "$test_log" 2>&1; then
+        with="NO (its test passed)"; bad=$((bad + 1))
     else
         with="yes"
     fi
