@@ -13,12 +13,12 @@ targets=$(env -u RUSTFLAGS -u CARGO_BUILD_TARGET cargo run -q --release \
     --target-dir target/tools -p idpool-harness --bin targets -- --engine libfuzzer)
 # shellcheck disable=SC2086
 (cd fuzz && cargo fuzz build -O --debug-assertions ${CARGO_FUZZ_ARGS:-})
-bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release
 # libFuzzer's schedule flags, as every script runs them (ci/lib.sh), as
 # the <target>.options file ClusterFuzz reads: "-name=value" as
-# "name = value".
+# "name = value"; and where cargo-fuzz put the binaries.
 # shellcheck source=../ci/lib.sh
 source ci/lib.sh
+bin_dir=$(fuzz_bin .)
 options=$(printf '[libfuzzer]\n'; for f in "${LIBFUZZER_SCHEDULE[@]}"; do
     f=${f#-}; printf '%s = %s\n' "${f%%=*}" "${f#*=}"; done)
 while read -r t; do

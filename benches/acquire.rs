@@ -8,8 +8,9 @@
 //! unfiltered run also measures the live heap bytes per reference of every
 //! design (through the bench binary's counting allocator, `stats_alloc`) and
 //! times one insert at each `n` again for the plot: it writes
-//! `bench-results/acquire.csv`, `bench-results/memory.csv` and
-//! `bench-results/acquire.svg`.
+//! `acquire.csv`, `memory.csv` and `acquire.svg` into the directory
+//! `BENCH_OUT` names (default `target/bench-results`; `ci/bench.sh` gives
+//! its result page's).
 
 use divan::{black_box, Bencher};
 use idpool::{
@@ -304,8 +305,11 @@ mod report {
     }
 
     pub fn run() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench-results");
-        std::fs::create_dir_all(&dir).expect("bench-results/");
+        let dir = std::env::var_os("BENCH_OUT").map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results"),
+            PathBuf::from,
+        );
+        std::fs::create_dir_all(&dir).expect("the results directory");
 
         let mut memory =
             String::from("design,n,live_bytes,bytes_per_ref,allocator_bytes_per_ref\n");
@@ -343,7 +347,10 @@ mod report {
         }
         std::fs::write(dir.join("acquire.csv"), csv).expect("acquire.csv");
         plot(&series, &dir.join("acquire.svg")).expect("acquire.svg");
-        println!("\nwrote bench-results/memory.csv, acquire.csv, acquire.svg");
+        println!(
+            "\nwrote memory.csv, acquire.csv, acquire.svg in {}",
+            dir.display()
+        );
     }
 
     fn plot(series: &[(&str, Vec<(u64, f64)>)], out: &std::path::Path) -> Result<(), String> {

@@ -19,7 +19,9 @@
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
 # recorder, in the order it was written), DIR/coverage.svg and
-# DIR/states.svg, their growth over time. Exits 1 when a crash was found.
+# DIR/states.svg, their growth over time. The report is also the run's
+# result page, docs/results/<date>-campaign.md (the plots beside it).
+# Exits 1 when a crash was found.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -54,6 +56,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
+read_registry
 step "building the fuzz targets and triage"
 (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
 # A target built with other flags (AddressSanitizer for one linking C code)
@@ -62,8 +65,7 @@ for t in "${list[@]}"; do
     read -ra flags <<<"$(fuzz_flags_for "$t")"
     [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ] || (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t")
 done
-(cd "$ROOT" && cargo build --release -q -p triage)
-triage="$ROOT/target/release/triage"
+triage=$(triage_bin)
 
 # Each target fuzzes into a fresh directory, reading corpus/<target> too;
 # every log line gets the seconds elapsed, for the coverage plot.
@@ -109,6 +111,8 @@ for t in "${list[@]}"; do
     "$triage" states --target "$t" --since "$(cat "$out/$t.start")" \
         "$ROOT/corpus/$t" "$out/new/$t" > "$out/$t.states" 2> "$out/$t.states.log" ||
         echo "triage states failed for $t (see $out/$t.states.log)" >&2
+    "$triage" states --json --target "$t" --since "$(cat "$out/$t.start")" \
+        "$ROOT/corpus/$t" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
 done
 
 step "merging new inputs into corpus/ (libFuzzer -merge=1)"
@@ -148,8 +152,12 @@ done
 "$triage" plot "${logs[@]}" -o "$out/coverage.svg" > /dev/null
 [ ${#states[@]} -eq 0 ] || "$triage" plot --metric states "${states[@]}" -o "$out/states.svg" > /dev/null
 
+page=$(result_page campaign)
+stem=$(basename "$page" .md)
 {
-    echo "# Campaign $(basename "$out")"
+    page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
+        --targets "$(IFS=,; echo "${list[*]}")"
+    echo "Output: $(basename "$out")/."
     echo
     echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
     echo
@@ -159,8 +167,8 @@ done
         log="$out/$t.log"
         first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
         last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
-        s0=$(head -1 "$out/$t.states" 2>/dev/null | sed -n 's/.*states: //p')
-        s1=$(tail -1 "$out/$t.states" 2>/dev/null | sed -n 's/.*states: //p')
+        s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
+        s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
         echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]} → ${after[$t]} | $(find "$out/crashes/$t" -type f | wc -l) |"
     done
     echo
@@ -174,7 +182,12 @@ done
         echo "No crash."
     fi
 } > "$out/report.md"
+# The result page: the report, its plots beside it under the page's name.
+sed "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
+    "$out/report.md" > "$page"
+cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
+[ ! -f "$out/states.svg" ] || cp "$out/states.svg" "$RESULTS/$stem-states.svg"
 
-step "report: $out/report.md"
-cat "$out/report.md"
+step "report: $page (and $out/report.md)"
+cat "$page"
 [ "$crashes" -eq 0 ] || exit 1

@@ -35,6 +35,7 @@ while [ $# -gt 0 ]; do
 done
 engine_filter=()
 [ ${#targets[@]} -eq 0 ] || check_targets "${targets[@]}"
+read_registry
 # The targets of one engine: those named on the command line, or all the
 # registry lists for it.
 engine_targets() {
@@ -88,10 +89,10 @@ for engine in ${engines//,/ }; do
                 tail -20 "$work/libfuzzer/$t/log" >&2
                 die "libFuzzer did not run $t (log: $work/libfuzzer/$t/log)"
             fi
-            summary+=("libfuzzer $t ($(fuzz_flags_for "$t" | grep -o -- '--sanitizer [a-z]*')): ${rate:-?} exec/s${found:+, FINDING $found}")
-            # A target running outside code says what it runs, once (the
-            # kernel's header: package version and sha256).
-            prov=$(grep -a -m1 '^kernel dbitmap' "$work/libfuzzer/$t/log" || true)
+            summary+=("libfuzzer $t (--sanitizer $(target_field "$t" sanitizer)): ${rate:-?} exec/s${found:+, FINDING $found}")
+            # A target running outside code says what it runs (the kernel's
+            # header: package version and sha256).
+            prov=$(target_field "$t" provenance)
             [ -z "$prov" ] || summary+=("  $prov")
             [ -z "$found" ] || { crashes=$((crashes + 1)); grep -m3 -A2 "panicked" "$work/libfuzzer/$t/log" >&2 || true; }
         done
@@ -105,10 +106,8 @@ for engine in ${engines//,/ }; do
         for t in "${list[@]}"; do
             out="$work/afl/$t"; fresh_corpus "$t" "$out/in" "$START_INPUTS"
             step "AFL++: $t for ${seconds}s"
-            (cd "$ROOT/fuzz/afl" && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-                AFL_NO_AFFINITY=1 AFL_FAST_CAL=1 \
-                cargo afl fuzz -i "$out/in" -o "$out/out" -x "$ROOT/fuzz/dict/$t.dict" -V "$seconds" -t 5000 "target/release/$t") \
-                > "$out/log" 2>&1 || { tail -20 "$out/log" >&2; die "afl-fuzz failed on $t (log: $out/log)"; }
+            run_afl "$ROOT" "$t" "$out/in" "$out/out" "$seconds" ||
+                { tail -20 "$out/out.log" >&2; die "afl-fuzz failed on $t (log: $out/out.log)"; }
             rate=$(sed -n 's/^execs_per_sec *: *//p' "$out/out/default/fuzzer_stats" 2>/dev/null)
             found=$(find "$out/out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -1)
             summary+=("afl $t: ${rate:-?} exec/s${found:+, CRASH $found}")
@@ -122,12 +121,9 @@ for engine in ${engines//,/ }; do
         for t in "${list[@]}"; do
             out="$work/honggfuzz/$t"; fresh_corpus "$t" "$out/in" "$START_INPUTS"
             step "honggfuzz: $t for ${seconds}s"
-            # honggfuzz sets MALLOC_PERTURB_ unless it is set: glibc then fills
-            # every allocation, and a 2^30-id pool costs 128 MiB of writes.
-            (cd "$ROOT/fuzz/honggfuzz" && HFUZZ_WORKSPACE="$out/ws" MALLOC_PERTURB_=0 \
-                HFUZZ_RUN_ARGS="--run_time $seconds -n 1 --exit_upon_crash -i $out/in --dict $ROOT/fuzz/dict/$t.dict -v" \
-                cargo hfuzz run "$t") > "$out/log" 2>&1 || { tail -20 "$out/log" >&2; die "honggfuzz failed on $t (log: $out/log)"; }
-            rate=$(grep -ao 'speed:[0-9]*' "$out/log" | tail -1 | cut -d: -f2 || true)
+            run_honggfuzz "$ROOT" "$t" "$out/in" "$out/ws" "$seconds" --exit_upon_crash ||
+                { tail -20 "$out/ws.log" >&2; die "honggfuzz failed on $t (log: $out/ws.log)"; }
+            rate=$(grep -ao 'speed:[0-9]*' "$out/ws.log" | tail -1 | cut -d: -f2 || true)
             found=$(find "$out/ws" -type f -name '*.fuzz' 2>/dev/null | head -1)
             summary+=("honggfuzz $t: ${rate:-?} exec/s${found:+, CRASH $found}")
             [ -z "$found" ] || crashes=$((crashes + 1))

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Does the campaign rediscover upstream's real bugs? Fuzzes each known
-# finding (harness/src/history.rs) with the target that should find it,
-# from an empty corpus, with libFuzzer seeds 1, 2 and 3, and prints per
-# finding: the target, the median seconds to find it, the minimised
-# trace's length and its signature.
+# finding (harness/src/history.rs) with each target that hunts it
+# (`Target::hunts`), from an empty corpus, with libFuzzer seeds 1, 2 and 3,
+# and writes per finding and target: the median seconds to find it, the
+# minimised trace's length and its signature, to a result page
+# (docs/results/<date>-history.md).
 #
 #   ci/history.sh [--budget SECONDS] [--warn-goals]
 #
@@ -12,23 +13,17 @@
 #                 goal missed without failing the run (a finding no seed
 #                 finds, or a crash that is not the finding, still fails)
 #
-# Each hunt starts from an empty corpus. libFuzzer's length control would
-# then keep its inputs under about 20 bytes for minutes, while a program
-# with a header and two operations needs more, so the hunts allow inputs
-# of up to 256 bytes from the start (-len_control=0 -max_len=256).
-# A target may ask for shorter ones (`Target::hunt_max_len`, the third
-# column of `targets --findings`): the concurrent target takes 96 bytes,
-# because its long inputs are slow and a seed that meets them early stays
-# slow.
-#
-# Each run sets IDPOOL_HISTORY to the one finding it looks for: the other
-# known findings end their runs quietly, and anything else (mainline
-# diverging from its model, a historical version diverging in another
-# way) crashes too, so "mainline stays clean" is checked by the same runs.
-# Exits 1 when a finding is missed, its median is not under the goal
-# (60 s), its minimised trace has more than 6 operations, or a run ends
-# with a crash that is not the finding; 2 on bad usage. Artifacts and
-# logs stay under ${TMPDIR:-/tmp}/idpool-history.
+# Each run is a hunt (ci/lib.sh `hunt`): inputs up to the target's
+# `hunt_max_len` from the start, and IDPOOL_HISTORY set to the one finding
+# it looks for: the other known findings end their runs quietly, and
+# anything else (mainline diverging from its model, a historical version
+# diverging in another way) crashes too, so "mainline stays clean" is
+# checked by the same runs. A run counts when `triage minimize` tells its
+# minimised failure to be the finding hunted (`--json`: its `finding`), on
+# a historical version. Exits 1 when a finding is missed, its median is not
+# under the goal (60 s), its minimised trace has more than 6 operations,
+# or a run ends with a crash that is not the finding; 2 on bad usage.
+# Artifacts and logs stay under ${TMPDIR:-/tmp}/idpool-history.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -47,73 +42,91 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# finding and target: from the harness.
-mapfile -t runs < <(targets --findings)
-[ ${#runs[@]} -gt 0 ] || die "the targets binary listed no finding to hunt"
+read_registry
+hunts=$(targets --findings --json)
+[ "$(jq length <<<"$hunts")" -gt 0 ] || die "the targets binary listed no finding to hunt"
 seeds=(1 2 3)
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 work=${TMPDIR:-/tmp}/idpool-history
 rm -rf "$work" && mkdir -p "$work"
 step "building the targets and triage"
-(cd "$ROOT" && cargo build -q --release -p triage)
-triage="$ROOT/target/release/triage"
-for t in $(printf '%s\n' "${runs[@]}" | awk '{ print $2 }' | sort -u); do
+triage=$(triage_bin)
+for t in $(jq -r '.[].target' <<<"$hunts" | sort -u); do
     (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" "$t") >/dev/null 2>&1
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# One seed's hunt for finding $1 with target $2: prints "SECONDS OPS SIGNATURE"
+# when the seed found it ("inf" when it did not), and keeps the minimised
+# trace in DIR/min.trace; a crash that is not the finding is reported and
+# sets `failed`.
+hunt_seed() {
+    local finding=$1 target=$2 seed=$3 dir="$work/$1/$2/seed-$3" start end art min
+    start=$(date +%s.%N)
+    IDPOOL_HISTORY=$finding hunt "$ROOT" "$target" "$dir" "$seed" "$budget" || true
+    end=$(date +%s.%N)
+    art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
+    if [ -z "$art" ]; then
+        echo "$finding/$target seed $seed: not found in ${budget} s" >&2
+        echo "inf"
+        return
+    fi
+    min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
+    # The finding is what `history::Finding::of` tells the minimised failure
+    # to be, on a historical version: a mainline side's failure names no
+    # version (e.g. `dbitmap: kernel crash`) and is a finding of its own.
+    if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
+        ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; then
+        echo "$finding/$target seed $seed: crashed with $(jq -r '.signature // "?"' <<<"$min"), not the finding" >&2
+        echo "notit"
+        return
+    fi
+    printf '%s %s %s\n' "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')" \
+        "$(jq -r .operations <<<"$min")" "$(jq -r .signature <<<"$min")"
+}
 
 failed=0
-table="$work/report.md"
-{
-    echo "| finding | target | median s (seeds ${seeds[*]}) | minimised ops | signature |"
-    echo "| --- | --- | ---: | ---: | --- |"
-} > "$table"
-for run in "${runs[@]}"; do
-    read -r finding target max_len <<<"$run"
+rows=()
+while read -r finding target max_len; do
     times=() ops="" sig=""
     for seed in "${seeds[@]}"; do
-        dir="$work/$finding/$target/seed-$seed"
-        mkdir -p "$dir/corpus"
-        start=$(date +%s.%N)
-        IDPOOL_HISTORY=$finding run_libfuzzer "$ROOT" "$target" "$dir" "$dir/log" "$dir/corpus" -- \
-            -seed="$seed" -max_total_time="$budget" -len_control=0 -max_len="$max_len" || true
-        end=$(date +%s.%N)
-        art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
-        if [ -z "$art" ]; then
-            echo "$finding/$target seed $seed: not found in ${budget} s" >&2
-            times+=(inf); continue
-        fi
-        times+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')")
-        out=$("$triage" minimize "$art" -o "$dir/min.trace" 2>&1 || true)
-        this_sig=$(grep -m1 '^# signature:' "$dir/min.trace" | sed 's/^# signature: //' || true)
-        this_ops=$(grep -o -- '-> [0-9]* operations' <<<"$out" | tail -n 1 | grep -o '[0-9]*' || true)
-        # The finding is what `history::Finding::of` tells the minimised
-        # failure to be (triage writes it in the trace's header), and a
-        # historical version's: a mainline side's failure names no version
-        # (e.g. `dbitmap: kernel crash`) and is a finding of its own.
-        if ! grep -qx -- "# finding: $finding" "$dir/min.trace" || ! grep -qE -- '(c-2024-06|c-v3|rust-v1)' <<<"$this_sig"; then
-            echo "$finding/$target seed $seed: crashed with $this_sig, not the finding" >&2
-            failed=1
-        fi
-        if [ -z "$ops" ] || [ "${this_ops:-999}" -lt "$ops" ]; then
-            ops=${this_ops:-?} sig=$this_sig
-            cp "$dir/min.trace" "$work/$finding-$target.trace"
+        read -r seconds this_ops this_sig <<<"$(hunt_seed "$finding" "$target" "$seed")"
+        case "$seconds" in
+        inf) times+=(inf); continue ;;
+        notit) failed=1; times+=(inf); continue ;;
+        esac
+        times+=("$seconds")
+        if [ -z "$ops" ] || [ "$this_ops" -lt "$ops" ]; then
+            ops=$this_ops sig=$this_sig
+            cp "$work/$finding/$target/seed-$seed/min.trace" "$work/$finding-$target.trace"
         fi
     done
     med=$(printf '%s\n' "${times[@]}" | sed 's/^inf$/99999/' | median)
-    printf '| %s | %s | %.1f | %s | %s |\n' "$finding" "$target" "$med" "$ops" "$sig" >> "$table"
-    if awk -v m="$med" -v g="$goal_seconds" 'BEGIN { exit !(m >= g) }' || [ "${ops:-99}" = "?" ] || [ "${ops:-99}" -gt "$goal_ops" ]; then
-        echo "$finding/$target: median ${med} s, ${ops} operations: goal missed" >&2
-        if [ "${ops:-?}" = "?" ] || [ -z "$ops" ]; then
+    rows+=("$(printf '| %s | %s | %s | %s | %.1f | %s | %s |' "$finding" "$target" "$max_len" \
+        "${times[*]}" "$med" "${ops:-?}" "${sig:-}")")
+    if awk -v m="$med" -v g="$goal_seconds" 'BEGIN { exit !(m >= g) }' || [ -z "$ops" ] || [ "$ops" -gt "$goal_ops" ]; then
+        echo "$finding/$target: median ${med} s, ${ops:-no} operations: goal missed" >&2
+        if [ -z "$ops" ]; then
             echo "$finding/$target: no seed found it" >&2
             failed=1
         elif [ "$warn_goals" -eq 0 ]; then
             failed=1
         fi
     fi
-done
-cat "$table"
+done < <(jq -r '.[] | "\(.finding) \(.target) \(.max_len)"' <<<"$hunts")
+
+page=$(result_page history)
+{
+    page_head "Upstream's bugs, rediscovered from an empty corpus" ci/history.sh --budget "$budget"
+    echo "Seconds from starting \`cargo fuzz run\` to the crash, per libFuzzer seed (${seeds[*]})"
+    echo "(\`inf\`: not found in ${budget} s), their median, and the shortest minimised trace."
+    echo "Goals: median under ${goal_seconds} s, at most ${goal_ops} operations."
+    echo
+    echo "| finding | target | max_len | seconds, seeds ${seeds[*]} | median s | minimised ops | signature |"
+    echo "| --- | --- | ---: | --- | ---: | ---: | --- |"
+    printf '%s\n' "${rows[@]}"
+} > "$page"
+cat "$page"
+echo "result page: $page"
 echo "minimised traces: $work/<finding>-<target>.trace"
 exit $failed

@@ -28,8 +28,8 @@ LIBFUZZER_RSS_MB=${LIBFUZZER_RSS_MB:-2560}
 # hold deep states (pools of 2^16 to 2^20 ids, tables of a thousand
 # handles, each read whole at its resizes) whose inputs run 10 to 100
 # times longer than the median: without the scaling they took most of a
-# run's time. Measured in the README ("Executions per second"); an
-# empty LIBFUZZER_SCHEDULE runs libFuzzer's default.
+# run's time (docs/results/, the throughput pages); an empty
+# LIBFUZZER_SCHEDULE runs libFuzzer's default.
 read -ra LIBFUZZER_SCHEDULE <<<"${LIBFUZZER_SCHEDULE--entropic_scale_per_exec_time=1}"
 
 # The flags every libFuzzer run of the scripts gets, besides its dictionary.
@@ -118,7 +118,8 @@ fuzz_cargo() {
 # it instruments every comparison of the naive models and the checks as
 # much as the allocator's, cost the targets 2.3x to 3.9x in executions per
 # second, and the planted and upstream bugs were found as fast without it,
-# within the spread of three seeds (README, "Compare tracing"). The AddressSanitizer build of a target that links C
+# within the spread of three seeds (docs/results/, the compare-tracing
+# page). The AddressSanitizer build of a target that links C
 # keeps it: ASan dominates that target's cost, and it was not measured
 # without.
 FUZZ_BUILD_FLAGS=(-O --debug-assertions --sanitizer none --no-trace-compares)
@@ -129,7 +130,7 @@ FUZZ_BUILD_FLAGS=(-O --debug-assertions --sanitizer none --no-trace-compares)
 # directory of its own (fuzz/target/asan) so the two builds do not evict
 # each other.
 fuzz_flags_for() {
-    if targets --all --sanitizer address 2>/dev/null | grep -qx -- "$1"; then
+    if [ "$(target_field "$1" sanitizer)" = address ]; then
         echo -O --debug-assertions --sanitizer address --target-dir target/asan
     else
         echo "${FUZZ_BUILD_FLAGS[@]}"
@@ -142,6 +143,41 @@ fuzz_flags_for() {
 # reason on stderr.
 targets() {
     (cd "$ROOT" && cargo run -q --release -p idpool-harness --bin targets -- "$@")
+}
+
+# jq, to read the tools' --json output (the `targets` binary, `triage`):
+# the scripts read fields, never prose. Installed from Debian when missing
+# (as root).
+need_jq() {
+    command -v jq >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        step "installing jq (the scripts read the tools' --json output)"
+        apt-get install -y -qq jq >&2 || { apt-get update -qq && apt-get install -y -qq jq >&2; }
+    fi
+    command -v jq >/dev/null || die "needs jq (apt-get install jq)"
+}
+
+# Reads the registry once (`targets --json --all`) into TARGETS_JSON,
+# which target_field then reads (a script calls it before its loops).
+read_registry() {
+    need_jq
+    TARGETS_JSON=$(targets --json --all)
+}
+
+# Field $2 of target $1 in the registry, e.g. `target_field
+# concurrent_resize hunt_max_len`; empty for an unknown target.
+target_field() {
+    [ -n "${TARGETS_JSON:-}" ] || read_registry
+    jq -r --arg t "$1" --arg f "$2" '.[] | select(.name == $t) | .[$f] // empty' <<<"$TARGETS_JSON"
+}
+
+# The triage tool, built in release once per script; prints its path.
+triage_bin() {
+    [ -n "${TRIAGE_BIN:-}" ] || {
+        (cd "$ROOT" && cargo build -q --release -p triage) >&2
+        TRIAGE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/triage"
+    }
+    printf '%s\n' "$TRIAGE_BIN"
 }
 
 # Checks that every name in "$@" is a target the registry lists for the
@@ -171,6 +207,131 @@ run_libfuzzer() {
     (cd "$tree/fuzz" && fuzz_cargo fuzz run "${flags[@]}" "$t" "${corpora[@]}" -- \
         -dict="$tree/fuzz/dict/$t.dict" "${LIBFUZZER_FLAGS[@]}" \
         -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}") > "$log" 2>&1
+}
+
+# The host's target triple, under which cargo-fuzz puts its binaries: a
+# tree's libFuzzer binary of target T is $(fuzz_bin TREE)/T (`fuzz_bin TREE
+# DIR` for a build made with --target-dir DIR).
+TARGET_TRIPLE=${TARGET_TRIPLE:-$(rustc -vV | sed -n 's/^host: //p')}
+fuzz_bin() { printf '%s\n' "${2:-$1/fuzz/target}/$TARGET_TRIPLE/release"; }
+
+# Runs AFL++ on one target, the same way everywhere:
+#   run_afl TREE TARGET IN OUT SECONDS
+# with its dictionary, starting from the inputs in IN, findings under OUT,
+# the log in OUT.log. AFL++ exits 0 after a crash: look in
+# OUT/default/crashes/; its stats are in OUT/default/fuzzer_stats.
+run_afl() {
+    local tree=$1 t=$2 in=$3 out=$4 seconds=$5 dict=()
+    [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-x "$tree/fuzz/dict/$t.dict")
+    (cd "$tree/fuzz/afl" && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+        AFL_NO_AFFINITY=1 AFL_FAST_CAL=1 \
+        cargo afl fuzz -i "$in" -o "$out" "${dict[@]}" -V "$seconds" -t 5000 \
+        "target/release/$t") > "$out.log" 2>&1
+}
+
+# Runs honggfuzz on one target, the same way everywhere:
+#   run_honggfuzz TREE TARGET IN WORKSPACE SECONDS [EXTRA HFUZZ_RUN_ARGS]
+# with its dictionary, from the inputs in IN, its workspace (crashes as
+# *.fuzz) in WORKSPACE, the log in WORKSPACE.log. honggfuzz sets
+# MALLOC_PERTURB_ unless it is set: glibc then fills every allocation, and
+# a 2^30-id pool costs 128 MiB of writes; it is set to 0.
+run_honggfuzz() {
+    local tree=$1 t=$2 in=$3 ws=$4 seconds=$5 dict=""
+    shift 5
+    [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict="--dict $tree/fuzz/dict/$t.dict"
+    (cd "$tree/fuzz/honggfuzz" && HFUZZ_WORKSPACE="$ws" MALLOC_PERTURB_=0 \
+        HFUZZ_RUN_ARGS="--run_time $seconds -n 1 -i $in $dict -v $*" \
+        cargo hfuzz run "$t") > "$ws.log" 2>&1
+}
+
+# A hunt, as ci/history.sh and ci/mutants/run.sh run one:
+#   hunt TREE TARGET DIR SEED BUDGET [EXTRA LIBFUZZER FLAGS]
+# libFuzzer on TARGET of TREE, from an empty corpus (DIR/corpus), with
+# -seed=SEED for at most BUDGET seconds, artifacts and log (DIR/log) under
+# DIR. From an empty corpus libFuzzer's length control would keep inputs at
+# a few bytes for minutes, shorter than a header and the operations that
+# show a bug, so the hunt allows inputs of up to the registry's
+# `hunt_max_len` for the target from the start (-len_control=0): 256
+# bytes, or fewer for a target whose long inputs are slow. Returns
+# libFuzzer's status (nonzero on a finding).
+hunt() {
+    local tree=$1 t=$2 dir=$3 seed=$4 budget=$5 max_len
+    shift 5
+    max_len=$(target_field "$t" hunt_max_len)
+    [ -n "$max_len" ] || die "no target '$t' in the registry"
+    mkdir -p "$dir/corpus"
+    run_libfuzzer "$tree" "$t" "$dir" "$dir/log" "$dir/corpus" -- \
+        -seed="$seed" -max_total_time="$budget" -len_control=0 -max_len="$max_len" "$@"
+}
+
+# The median of the numbers on stdin, one a line: the middle one of an odd
+# count, the mean of the two middle ones of an even count (rounded to one
+# decimal); `?` when there is none.
+median() {
+    sort -g | awk '{ v[NR] = $1 }
+        END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2];
+              else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# Where the scripts that measure write their result pages: docs/results/
+# (RESULTS to write elsewhere), one page per run, named after the day and
+# what was measured. `result_page KIND` prints a new page's path, e.g.
+# docs/results/2026-12-03-campaign.md (-2, -3, ... for a second run that
+# day).
+RESULTS=${RESULTS:-$ROOT/docs/results}
+result_page() {
+    local base n=2 page
+    mkdir -p "$RESULTS"
+    base="$RESULTS/$(date -u +%Y-%m-%d)-$1"
+    page="$base.md"
+    while [ -e "$page" ]; do page="$base-$n.md"; n=$((n + 1)); done
+    touch "$page"
+    results_index
+    printf '%s\n' "$page"
+}
+
+# Rewrites $RESULTS/README.md: the pages by kind, newest first (a page is
+# <date>-<kind>[-<n>].md).
+results_index() {
+    local page name kind kinds
+    {
+        echo "# Results"
+        echo
+        echo "Every measurement of the project, one page per run, dated and naming the"
+        echo "command that produced it and the tree it ran on. The scripts that measure"
+        echo "write them (\`ci/lib.sh\`: \`result_page\`) and keep this index."
+        echo
+        echo "| kind | pages, newest first |"
+        echo "| --- | --- |"
+        kinds=$(find "$RESULTS" -maxdepth 1 -name '20??-??-??-*.md' -printf '%f\n' |
+            sed -E 's/^[0-9-]{11}//; s/(-[0-9]+)?\.md$//' | sort -u)
+        for kind in $kinds; do
+            printf '| %s |' "$kind"
+            # Newest first: by date, then by the day's run (no number is the first).
+            find "$RESULTS" -maxdepth 1 -printf '%f\n' | grep -E "^[0-9-]{11}$kind(-[0-9]+)?\.md$" |
+                sed -E 's/^(.{10})-.*-([0-9]+)\.md$/\1 \2 &/; t; s/^(.{10}).*$/\1 1 &/' |
+                sort -k1,1r -k2,2nr | cut -d' ' -f3 | while read -r page; do
+                    name=${page%.md}
+                    printf ' [%s](%s)' "${name%%-"$kind"*}${name##*-"$kind"}" "$page"
+                done
+            echo " |"
+        done
+    } > "$RESULTS/README.md"
+}
+
+# The head of a result page: `page_head TITLE COMMAND...` prints the
+# title, the date, the command that measured (as run, from the root), the
+# commit measured (with uncommitted changes, if any) and the machine.
+page_head() {
+    local title=$1 rev dirty=""
+    shift
+    rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
+    [ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
+    printf '# %s\n\n' "$title"
+    printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
+    printf -- '- command: `%s`\n' "$*"
+    printf -- '- tree: %s%s\n' "$rev" "$dirty"
+    printf -- '- machine: %s cores, %s\n\n' "$(nproc)" "$(uname -sr)"
 }
 
 # Plants a bug: `plant SPEC TREE` applies a ci/mutants/*.mutant spec;

@@ -11,6 +11,7 @@
 #   --seeds LIST  libFuzzer seeds, comma-separated (default 1,2,3)
 #
 # Targets default to those the registry lists for libFuzzer with a corpus.
+# The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
 # ${TMPDIR:-/tmp}/idpool-state-feedback).
 set -euo pipefail
@@ -42,8 +43,8 @@ rm -rf "$work" && mkdir -p "$work"
 step "building with and without the state feedback"
 (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" --target-dir "$work/build-with")
 (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" --no-default-features --target-dir "$work/build-without")
-(cd "$ROOT" && cargo build --release -q -p triage)
-triage="$ROOT/target/release/triage"
+triage=$(triage_bin)
+need_jq
 
 rows=()
 for t in "${list[@]}"; do
@@ -53,11 +54,11 @@ for t in "${list[@]}"; do
             dir="$work/$t/$variant-$seed"
             mkdir -p "$dir/corpus"
             step "$t, seed $seed, $variant the feedback (${seconds}s)"
-            "$work/build-$variant/x86_64-unknown-linux-gnu/release/$t" "$dir/corpus" \
+            "$(fuzz_bin "$ROOT" "$work/build-$variant")/$t" "$dir/corpus" \
                 -dict="$ROOT/fuzz/dict/$t.dict" -seed="$seed" -max_total_time="$seconds" \
                 "${LIBFUZZER_FLAGS[@]}" \
                 -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
-            states[$variant]=$("$triage" states --target "$t" "$dir/corpus" 2>/dev/null | tail -1 | sed 's/.*states: //')
+            states[$variant]=$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)
             cov[$variant]=$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
         done
         rows+=("| $t | $seed | ${states[with]:-?} | ${states[without]:-?} | ${cov[with]:-?} | ${cov[without]:-?} |")
@@ -65,11 +66,17 @@ for t in "${list[@]}"; do
     done
 done
 
+page=$(result_page state-feedback)
+{
+    page_head "What the state feedback brings" ci/state-feedback.sh --seconds "$seconds" --seeds "$seeds" "${targets_given[@]}"
+    echo "Distinct abstract states and libFuzzer edges after ${seconds}s from an empty corpus:"
+    echo
+    echo "| target | seed | states with | states without | cov with | cov without |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "(\"cov with\" counts the feedback's own edges too: compare states, not cov, across the two.)"
+} > "$page"
 echo
-echo "Distinct abstract states and libFuzzer edges after ${seconds}s from an empty corpus:"
-echo
-echo "| target | seed | states with | states without | cov with | cov without |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-printf '%s\n' "${rows[@]}"
-echo
-echo "(\"cov with\" counts the feedback's own edges too: compare states, not cov, across the two.)"
+cat "$page"
+echo "result page: $page"

@@ -31,10 +31,12 @@
 # Every run uses the target's dictionary and LIBFUZZER_FLAGS (ci/lib.sh)
 # like every other libFuzzer run. The targets default to those the
 # registry lists for each engine; with --baseline, a target the baseline
-# does not have is measured on the current tree alone. Scratch files stay
-# under $THROUGHPUT_WORK (default ${TMPDIR:-/tmp}/idpool-throughput).
+# does not have is measured on the current tree alone. The table is a
+# result page (docs/results/<date>-throughput.md). Scratch files stay under
+# $THROUGHPUT_WORK (default ${TMPDIR:-/tmp}/idpool-throughput).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+given_args=("$@")
 
 seconds=30
 runs=3
@@ -82,9 +84,6 @@ if [ -n "$baseline" ]; then
     names+=("baseline")
 fi
 
-# The median of the numbers on stdin ("?" when there is none).
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
 # build ENGINE TREE: builds that tree's targets for the engine.
 build() {
     case "$1" in
@@ -117,26 +116,18 @@ run_once() {
     libfuzzer)
         local dict=()
         [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
-        "$tree/fuzz/target/x86_64-unknown-linux-gnu/release/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
+        "$(fuzz_bin "$tree")/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
             -max_total_time="$seconds" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
             "${schedule[@]}" -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
         sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
         ;;
     afl)
-        local dict=()
-        [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-x "$tree/fuzz/dict/$t.dict")
-        (cd "$tree/fuzz/afl" && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-            AFL_NO_AFFINITY=1 cargo afl fuzz -i "$corpus" -o "$dir/out" "${dict[@]}" -V "$seconds" -t 5000 \
-            "target/release/$t") > "$dir/log" 2>&1 || true
+        run_afl "$tree" "$t" "$corpus" "$dir/out" "$seconds" || true
         sed -n 's/^execs_per_sec *: *//p' "$dir/out/default/fuzzer_stats" 2>/dev/null | cut -d. -f1
         ;;
     honggfuzz)
-        local dict=""
-        [ -f "$tree/fuzz/dict/$t.dict" ] && dict="--dict $tree/fuzz/dict/$t.dict"
-        (cd "$tree/fuzz/honggfuzz" && HFUZZ_WORKSPACE="$dir/ws" MALLOC_PERTURB_=0 \
-            HFUZZ_RUN_ARGS="--run_time $seconds -n 1 -i $corpus -o $dir/new $dict -v" \
-            cargo hfuzz run "$t") > "$dir/log" 2>&1 || true
-        grep -ao 'speed:[0-9]*' "$dir/log" | tail -1 | cut -d: -f2 || true
+        run_honggfuzz "$tree" "$t" "$corpus" "$dir/ws" "$seconds" -o "$dir/new" || true
+        grep -ao 'speed:[0-9]*' "$dir/ws.log" | tail -1 | cut -d: -f2 || true
         ;;
     esac
 }
@@ -180,19 +171,25 @@ for engine in ${engines//,/ }; do
     done
 done
 
-echo
 start="from the committed corpus"
 [ "$from_empty" = 0 ] || start="from an empty corpus, run r with -seed=r"
-if [ -n "$baseline" ]; then
-    echo "Median exec/s of $runs runs of ${seconds}s each ($start), alternated with $baseline (${rev:0:12});"
-    echo "libFuzzer's schedule flags: '${LIBFUZZER_SCHEDULE[*]}' here, '${baseline_schedule[*]}' for the baseline:"
-    echo
-    echo "| target | engine | exec/s | baseline exec/s | ratio |"
-    echo "| --- | --- | ---: | ---: | ---: |"
-else
-    echo "Median exec/s of $runs runs of ${seconds}s each ($start), libFuzzer's schedule flags '${LIBFUZZER_SCHEDULE[*]}':"
-    echo
-    echo "| target | engine | exec/s |"
-    echo "| --- | --- | ---: |"
-fi
-printf '%s\n' "${rows[@]}"
+page=$(result_page throughput)
+{
+    page_head "Executions per second" ci/throughput.sh "${given_args[@]}"
+    if [ -n "$baseline" ]; then
+        echo "Median exec/s of $runs runs of ${seconds}s each ($start), alternated with $baseline (${rev:0:12});"
+        echo "libFuzzer's schedule flags: '${LIBFUZZER_SCHEDULE[*]}' here, '${baseline_schedule[*]}' for the baseline:"
+        echo
+        echo "| target | engine | exec/s | baseline exec/s | ratio |"
+        echo "| --- | --- | ---: | ---: | ---: |"
+    else
+        echo "Median exec/s of $runs runs of ${seconds}s each ($start), libFuzzer's schedule flags '${LIBFUZZER_SCHEDULE[*]}':"
+        echo
+        echo "| target | engine | exec/s |"
+        echo "| --- | --- | ---: |"
+    fi
+    printf '%s\n' "${rows[@]}"
+} > "$page"
+echo
+cat "$page"
+echo "result page: $page"

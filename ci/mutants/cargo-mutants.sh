@@ -14,8 +14,10 @@
 # random order (a run stopped early is then a uniform sample). Other arguments go to
 # cargo-mutants, e.g. `--shard 0/8`, `--file src/bitmap.rs`, `--jobs 2`.
 # Results go to $MUTANTS_WORK/cargo-mutants/mutants.out (outcomes.json,
-# caught.txt, missed.txt, timeout.txt, unviable.txt). A full run takes
-# hours on 2 cores: run it in the background, it is not part of .ci/run.
+# caught.txt, missed.txt, timeout.txt, unviable.txt), and the score to a
+# result page (docs/results/<date>-cargo-mutants.md, from outcomes.json). A
+# full run takes hours on 2 cores: run it in the background, it is not part
+# of .ci/run.
 #
 # The test step runs under cargo-nextest, profile `mutants` of
 # .config/nextest.toml: every test in a process of its own, two at a time,
@@ -99,5 +101,30 @@ mkdir -p "$out"
 step "baseline: the harness's test step on the unmutated tree"
 (cd "$ROOT" && cargo nextest run -p idpool-harness "${tests[@]}")
 step "cargo-mutants over src/, tested by idpool-harness only; results in $out/mutants.out"
+status=0
 CARGO_PROFILE_TEST_DEBUG=0 cargo mutants "${common[@]}" --baseline skip --timeout "${MUTANT_TEST_TIMEOUT:-300}" \
-    --output "$out" "$order" "${args[@]}"
+    --output "$out" "$order" "${args[@]}" || status=$?
+
+# The score, from cargo-mutants' own record of the run.
+need_jq
+results="$out/mutants.out"
+count() { jq -r --arg k "$1" '.[$k] // 0' "$results/outcomes.json"; }
+page=$(result_page cargo-mutants)
+{
+    page_head "The harness scored with cargo-mutants" ci/mutants/cargo-mutants.sh "${args[@]}"
+    caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
+    viable=$((caught + missed + timeout))
+    echo "Mutants of src/ (package idpool), tested by the campaign's tests only (idpool-harness:"
+    echo "corpus, regressions, smoke, explore)."
+    echo
+    echo "| mutants | viable | caught | missed | timeout | unviable | caught of viable |"
+    echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| $(count total_mutants) | $viable | $caught | $missed | $timeout | $unviable |" \
+        "$(awk -v c="$caught" -v v="$viable" 'BEGIN { if (v) printf "%.1f%%", 100 * c / v; else print "-" }') |"
+    echo
+    echo "Missed (argue each in ci/mutants/survivors.md, or catch it):"
+    echo
+    sed 's/^/- /' "$results/missed.txt" 2>/dev/null || true
+} > "$page"
+echo "result page: $page"
+exit "$status"

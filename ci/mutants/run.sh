@@ -1,25 +1,24 @@
 #!/usr/bin/env bash
 # Does the campaign find anything? Plants each bug (one spec per bug class
-# of SPEC.md) in a scratch copy of the tree, fuzzes the targets the spec
-# names, from an empty corpus, for a bounded time each, and reports which
-# target caught it, how fast, and the first thing the harness said.
+# of docs/spec.md) in a scratch copy of the tree, fuzzes the targets the
+# spec names, from an empty corpus, for a bounded time each, and reports
+# which target caught it, how fast, and the first thing the harness said,
+# on a result page (docs/results/<date>-planted-bugs.md).
 #
-# Caught means a crash artifact (crash-*) whose failure is one of the
-# harness's checks: the panic's message is the check's line ("<target>:
-# step ..."). Anything else a target leaves is reported for what it is and
-# is not caught: "timeout" (timeout-*), "oom" (oom-*), "leak" (leak-*),
-# "crash, not a check" (a crash-* from a panic inside the allocator or a
-# signal: the bug broke something, but no oracle said what), "slow unit"
-# (slow-unit-* alone);
-# the next target is then tried.
+# Caught means a crash artifact (crash-*) from one of the harness's checks:
+# the fuzz target, before it panics, writes the failure as JSON to the file
+# IDPOOL_FAILURE_JSON names (harness `Failure::raise`), and a panic from no
+# check (inside the allocator, which no oracle named) writes none. Anything
+# else a target leaves is reported for what it is and is not caught:
+# "timeout" (timeout-*), "oom" (oom-*), "leak" (leak-*), "crash, not a
+# check" (a crash-* without the failure's JSON), "slow unit" (slow-unit-*
+# alone); the next target is then tried.
 #
 #   ci/mutants/run.sh [--budget SECONDS] [SPEC...]
 #
-# libFuzzer runs with -seed=$FUZZ_SEED (default 1), from an empty corpus,
-# with inputs of up to 256 bytes from the start (-len_control=0
-# -max_len=256): libFuzzer's length control would keep them at a few bytes
-# for many seconds, shorter than most programs that show a bug (as in
-# ci/history.sh).
+# Each run is a hunt (ci/lib.sh `hunt`): libFuzzer with -seed=$FUZZ_SEED
+# (default 1), from an empty corpus, with inputs up to the target's
+# `hunt_max_len` from the start.
 #
 # A spec (ci/mutants/*.mutant) is a line saying what the bug is, a
 # "Targets: t1 t2" line (the targets to try, in order), then search/replace
@@ -48,52 +47,37 @@ done
 mutant_specs "${given[@]}"
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
+read_registry
 work=$MUTANTS_WORK
 mkdir -p "$work"
 # One target directory for every mutant: only the crates a bug is planted in rebuild.
 export CARGO_TARGET_DIR="$work/target"
 
-# Whether the log's first panic is one of the harness's checks failing:
-# its message (the line after "panicked at") is the check's line,
-# "<target>: step ...", and not a panic from no check that the harness
-# wrapped ("<target>: step N (capacity C): panic: ...").
-failed_a_check() {
-    local message
-    message=$(grep -a -m1 -A1 "panicked at" "$1" | sed -n 2p || true)
-    [[ "$message" == "$2: step "* ]] && ! [[ "$message" =~ ^$2:\ step\ [0-9]+\ \(capacity\ [0-9]+\):\ panic: ]]
-}
-
-# What libFuzzer left in an artifact directory, when it is not a catch:
-# timeout, oom, leak, crash (not a check), slow unit; nothing when it is
-# empty.
-# Never fails.
+# What libFuzzer left in an artifact directory ($1): caught (a crash-* and
+# the failure's JSON), crash (not a check), timeout, oom, leak, slow unit;
+# nothing when it is empty. Never fails.
 left_behind() {
-    local dir=$1 log=$2 target=$3
+    local dir=$1
     if compgen -G "$dir/crash-*" > /dev/null; then
-        failed_a_check "$log" "$target" && echo caught || echo "crash, not a check"
+        [ -s "$dir/failure.json" ] && echo caught || echo "crash, not a check"
     elif compgen -G "$dir/timeout-*" > /dev/null; then echo timeout
     elif compgen -G "$dir/oom-*" > /dev/null; then echo oom
     elif compgen -G "$dir/leak-*" > /dev/null; then echo leak
-    elif [ -n "$(ls -A "$dir")" ]; then echo "slow unit"
+    elif compgen -G "$dir/slow-unit-*" > /dev/null; then echo "slow unit"
     fi
 }
 
-# What the harness said first: its check line ("<target>: step ..."), or
-# else the first panic line (a panic inside the allocator), or else
-# libFuzzer's own summary (a timeout or an out-of-memory). Never fails.
+# What the harness said first in $1: the first line of the failure's
+# message (its JSON), or else the artifact libFuzzer left (a timeout, an
+# out-of-memory, a crash from no check). Never fails.
 first_message() {
-    local said
-    said=$(grep -a -m1 "^$2: " "$1" || true)
-    [ -n "$said" ] || said=$(grep -a -m1 -A1 "panicked at" "$1" | tail -n 1 || true)
-    [ -n "$said" ] || said=$(grep -a -m1 "^SUMMARY: \|ERROR: libFuzzer" "$1" || true)
-    printf '%s' "${said:-(no message; see $1)}" | cut -c1-160 | sed 's/|/\\|/g'
+    local dir=$1 said=""
+    [ ! -s "$dir/failure.json" ] || said=$(jq -r '.message' "$dir/failure.json" | head -n 1)
+    [ -n "$said" ] || said="libFuzzer left $(cd "$dir" && ls -d crash-* timeout-* oom-* leak-* slow-unit-* 2>/dev/null | head -n 1)"
+    printf '%s' "$said" | cut -c1-160 | sed 's/|/\\|/g'
 }
 
-report="$work/report.md"
-{
-    echo "| planted bug | caught by | seconds | what the harness said |"
-    echo "| --- | --- | ---: | --- |"
-} > "$report"
+rows=()
 missed=0
 
 available=$(targets 2>/dev/null)
@@ -108,11 +92,11 @@ for spec in "${specs[@]}"; do
     tree="$work/tree"
     copy_tree "$tree"
     if ! plant "$spec" "$tree"; then
-        echo "| $name | spec does not apply | | |" >> "$report"; missed=$((missed + 1)); continue
+        rows+=("| $name | spec does not apply | | |"); missed=$((missed + 1)); continue
     fi
     log="$work/$name.log"
     if ! (cd "$tree/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}") > "$log" 2>&1; then
-        echo "| $name | build failed (see $log) | | |" >> "$report"; missed=$((missed + 1)); continue
+        rows+=("| $name | build failed (see $log) | | |"); missed=$((missed + 1)); continue
     fi
 
     caught=""
@@ -123,28 +107,26 @@ for spec in "${specs[@]}"; do
         # An optional target whose needs are not met here (the kernel's
         # header) would fail every input: leave it out, saying why.
         if ! grep -qx -- "$target" <<<"$available"; then
-            echo "   $target: skipped ($(targets 2>&1 >/dev/null | grep -m1 "^skipping $target:" || echo 'not a target'))" >&2
+            echo "   $target: skipped ($(target_field "$target" unavailable))" >&2
             continue
         fi
-        corpus="$work/corpus/$name/$target"
-        artifacts="$work/artifacts/$name/$target"
-        rm -rf "$corpus" "$artifacts" && mkdir -p "$corpus" "$artifacts"
+        dir="$work/artifacts/$name/$target"
+        rm -rf "$dir" && mkdir -p "$dir"
         start=$(date +%s.%N)
-        run_libfuzzer "$tree" "$target" "$artifacts" "$log" "$corpus" -- \
-            -max_total_time="$budget" -seed="$seed" -len_control=0 -max_len=256 || true
+        IDPOOL_FAILURE_JSON="$dir/failure.json" hunt "$tree" "$target" "$dir" "$seed" "$budget" || true
         end=$(date +%s.%N)
         seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
-        outcome=$(left_behind "$artifacts" "$log" "$target")
+        outcome=$(left_behind "$dir")
         if [ "$outcome" = caught ]; then
-            said=$(first_message "$log" "$target")
+            said=$(first_message "$dir")
             caught="| $name | $target | $seconds | $said |"
             mkdir -p "$work/caught"
-            ls -d "$artifacts"/crash-* | head -n 1 > "$work/caught/$name"
+            ls -d "$dir"/crash-* | head -n 1 > "$work/caught/$name"
             echo "   caught by $target in ${seconds}s: $said" >&2
             break
         elif [ -n "$outcome" ]; then
             # Not a catch: say what it was, and try the next target.
-            said=$(first_message "$log" "$target")
+            said=$(first_message "$dir")
             others="${others:+$others; }$outcome: $target after ${seconds}s"
             echo "   $target: $outcome after ${seconds}s, not caught: $said" >&2
         else
@@ -158,11 +140,22 @@ for spec in "${specs[@]}"; do
         caught="| $name | NOT CAUGHT ($targets, ${budget}s each) | | |"
         missed=$((missed + 1))
     fi
-    echo "$caught" >> "$report"
+    rows+=("$caught")
 done
 
+page=$(result_page planted-bugs)
+{
+    page_head "Planted bugs, caught from an empty corpus" ci/mutants/run.sh --budget "$budget" "${given[@]}"
+    echo "libFuzzer seed $seed; seconds from starting \`cargo fuzz run\` to the crash, on each"
+    echo "spec's first target that caught it; the first line the harness said."
+    echo
+    echo "| planted bug | caught by | seconds | what the harness said |"
+    echo "| --- | --- | ---: | --- |"
+    printf '%s\n' "${rows[@]}"
+} > "$page"
 echo
-cat "$report"
+cat "$page"
 echo
+echo "result page: $page"
 echo "artifacts: $work/artifacts/<spec>/<target>/"
 [ "$missed" -eq 0 ] || { echo "$missed planted bug(s) not caught" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    idpool_harness::binder_commands(data);
+    idpool_harness::fuzz("binder_commands", data);
 });

@@ -1,5 +1,5 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|program: idpool_harness::input::Concurrent| {
-    program.fuzz();
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    idpool_harness::fuzz("concurrent_resize", data);
 });

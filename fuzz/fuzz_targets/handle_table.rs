@@ -1,7 +1,5 @@
 #![no_main]
 
-use idpool_harness::table_target::TableProgram;
-
-libfuzzer_sys::fuzz_target!(|program: TableProgram| {
-    program.fuzz();
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    idpool_harness::fuzz("handle_table", data);
 });

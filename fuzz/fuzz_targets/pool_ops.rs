@@ -1,7 +1,5 @@
 #![no_main]
 
-use idpool_harness::{input::Ops, pool::PoolOp, targets::POOL_OPS};
-
-libfuzzer_sys::fuzz_target!(|ops: Ops<PoolOp>| {
-    POOL_OPS.fuzz(&ops);
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    idpool_harness::fuzz("pool_ops", data);
 });

@@ -1,3 +1,5 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| idpool_harness::trace::roundtrip(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    idpool_harness::fuzz("trace_roundtrip", data);
+});

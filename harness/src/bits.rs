@@ -9,7 +9,7 @@
 //! the model's idea of it ([`Expected`]): for `handle_table`, the table
 //! model's own record of the pool's bits, which knows the version's
 //! reserved bit 0 and the corruptions injected
-//! (`TableModel::compare_bits` in [`crate::table`]); for
+//! (`TableModel::compare_bits` in `handle_table`); for
 //! `concurrent_resize`, the live handles and the version's reserved bit 0
 //! ([`handles_of`]), or once a corruption changed a bit, the scheduler's
 //! record of the bits (`sched::corrupt`).
@@ -21,7 +21,6 @@
 
 use crate::history;
 use crate::idset::IdSet;
-use crate::model::HandleModel;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, Shrinker, Version};
 use std::iter::Peekable;
 use std::ops::{ControlFlow, Range};
@@ -84,14 +83,16 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// The boundaries of a pool of `capacity` ids whose model is `model`.
-    pub fn boundaries(capacity: usize, model: &HandleModel) -> Self {
+    /// The boundaries of a pool of `capacity` ids whose live ids are
+    /// `live`'s members: 0, 1, the last id and the one past it, the highest
+    /// live id and the one past it.
+    pub fn boundaries(capacity: usize, live: &impl Record) -> Self {
         let mut probe = Probe::default();
         probe
             .ids
             .extend([0, 1, capacity, capacity.saturating_sub(1)]);
-        if let Some(h) = model.highest() {
-            probe.ids.extend([h as usize, h as usize + 1]);
+        if let Some(h) = live.last() {
+            probe.ids.extend([h, h + 1]);
         }
         probe
     }
@@ -105,22 +106,20 @@ impl Probe {
         self
     }
 
-    /// Also every id below the capacity and every live handle of the
-    /// model: the full comparison.
-    pub fn everything(&mut self, capacity: usize, model: &HandleModel) -> &mut Self {
+    /// Also every id below the capacity and every live id (`live`'s
+    /// members): the full comparison.
+    pub fn everything(&mut self, capacity: usize, live: &impl Record) -> &mut Self {
         self.all_below = self.all_below.max(capacity + 1);
-        // The handles below `all_below` are read with the range already:
+        // The live ids below `all_below` are read with the range already:
         // only those above it need a place in the set.
-        let above = u32::try_from(self.all_below).unwrap_or(u32::MAX);
-        self.ids
-            .extend(model.handles.range(above..).map(|(&h, _)| h as usize));
+        self.ids.extend(live.members_from(self.all_below));
         self
     }
 
-    /// Every id below `capacity` (and one past it) and every live handle.
-    pub fn everything_of(capacity: usize, model: &HandleModel) -> Self {
-        let mut probe = Probe::boundaries(capacity, model);
-        probe.everything(capacity, model);
+    /// Every id below `capacity` (and one past it) and every live id.
+    pub fn everything_of(capacity: usize, live: &impl Record) -> Self {
+        let mut probe = Probe::boundaries(capacity, live);
+        probe.everything(capacity, live);
         probe
     }
 
@@ -153,6 +152,12 @@ pub trait Record {
     fn contains(&self, id: usize) -> bool;
     /// The ids in the record, ascending.
     fn members(&self) -> impl Iterator<Item = usize> + '_;
+    /// The ids in the record at or above `from`, ascending.
+    fn members_from(&self, from: usize) -> impl Iterator<Item = usize> + '_ {
+        self.members().skip_while(move |&id| id < from)
+    }
+    /// The highest id in the record.
+    fn last(&self) -> Option<usize>;
 }
 
 impl Record for IdSet {
@@ -162,15 +167,8 @@ impl Record for IdSet {
     fn members(&self) -> impl Iterator<Item = usize> + '_ {
         self.iter()
     }
-}
-
-/// The live handles.
-impl Record for HandleModel {
-    fn contains(&self, id: usize) -> bool {
-        u32::try_from(id).is_ok_and(|id| self.holds(id))
-    }
-    fn members(&self) -> impl Iterator<Item = usize> + '_ {
-        self.handles.keys().map(|&h| h as usize)
+    fn last(&self) -> Option<usize> {
+        IdSet::last(self)
     }
 }
 
@@ -217,21 +215,24 @@ impl<'a, R: Record> Expected<'a, R> {
 }
 
 /// The pool/`by_handle` disagreement a table's invariant check must
-/// report when the pool's bits are `bits` and the live handles `model`'s:
-/// (set in the pool only, in `by_handle` only), bit 0 left out where
-/// `zero_reserved` (the reserved bit is no handle); `None` when they agree.
-/// Shared by `handle_table`'s model and the scheduler's corruption record.
+/// report when the pool's bits are `bits` and the live handles are
+/// `handles`' members: (set in the pool only, in `by_handle` only), bit 0
+/// left out where `zero_reserved` (the reserved bit is no handle); `None`
+/// when they agree. Shared by `handle_table`'s model and the scheduler's
+/// corruption record.
 pub fn disagreement(
     bits: &IdSet,
-    model: &HandleModel,
+    handles: &impl Record,
     zero_reserved: bool,
 ) -> Option<(Vec<u32>, Vec<u32>)> {
-    let compared = |id: u32| !(zero_reserved && id == 0);
-    let only_in_pool: Vec<u32> = (bits.iter().map(|id| id as u32))
-        .filter(|&id| compared(id) && !model.holds(id))
+    let compared = |id: usize| !(zero_reserved && id == 0);
+    let only_in_pool: Vec<u32> = (bits.iter())
+        .filter(|&id| compared(id) && !handles.contains(id))
+        .map(|id| id as u32)
         .collect();
-    let only_in_tree: Vec<u32> = (model.handles.keys().copied())
-        .filter(|&id| compared(id) && !bits.contains(id as usize))
+    let only_in_tree: Vec<u32> = (handles.members())
+        .filter(|&id| compared(id) && !bits.contains(id))
+        .map(|id| id as u32)
         .collect();
     (!only_in_pool.is_empty() || !only_in_tree.is_empty()).then_some((only_in_pool, only_in_tree))
 }
@@ -242,14 +243,14 @@ pub fn disagreement(
 /// descriptor 0 is released (the C v3 posting, [`history::rules`]) has a
 /// bit 0 that depends on the history of descriptor 0, which this model
 /// does not keep: bit 0 is not compared there.
-pub fn handles_of(model: &HandleModel, version: Version) -> Expected<'_, HandleModel> {
+pub fn handles_of<R: Record>(handles: &R, version: Version) -> Expected<'_, R> {
     let rules = history::rules(version);
     let zero = match (rules.bit_zero_reserved, rules.bit_zero_kept_on_release) {
         (true, true) => Zero::Set,
         (true, false) => Zero::Unknown,
         (false, _) => Zero::AsRecorded,
     };
-    Expected::exactly(model).with_zero(zero)
+    Expected::exactly(handles).with_zero(zero)
 }
 
 /// Compares the bits `probe` names with the model's expectation: up to
@@ -365,7 +366,6 @@ pub fn compare_words(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idpool::{Faults, NodeRefs, Request};
     use std::collections::BTreeSet;
 
     /// A record held as a set of handles, as a test writes it.
@@ -375,6 +375,9 @@ mod tests {
         }
         fn members(&self) -> impl Iterator<Item = usize> + '_ {
             self.iter().map(|&id| id as usize)
+        }
+        fn last(&self) -> Option<usize> {
+            self.iter().next_back().map(|&id| id as usize)
         }
     }
 
@@ -428,7 +431,7 @@ mod tests {
                 for zero in [Zero::AsRecorded, Zero::Set, Zero::Unknown] {
                     let mut probe = Probe::default();
                     if below > 0 {
-                        probe.everything(below - 1, &HandleModel::default());
+                        probe.everything(below - 1, &IdSet::new());
                     }
                     probe.ids.extend(touched);
                     let above: BTreeSet<usize> =
@@ -442,52 +445,6 @@ mod tests {
                         "pool {ids:?}, ids below {below}, bit 0 {zero:?}"
                     );
                 }
-            }
-        }
-    }
-
-    /// The records the runners pass ([`HandleModel`], [`IdSet`]) answer
-    /// [`compare`] as the plain set of their members does: handles at word
-    /// edges, some dropped again (the handle model's `held` must lose them
-    /// as its map does), against pools that differ on each side of a word,
-    /// read whole and id by id.
-    #[test]
-    fn the_runners_records_compare_as_the_set_of_their_members() {
-        let kept: BTreeSet<u32> = [0, 1, 63, 64, 127, 128, 300].into();
-        let dropped = [2, 65, 129, 299];
-        let mut handles = HandleModel::default();
-        let mut ids = IdSet::default();
-        for (node, &id) in kept.iter().chain(&dropped).enumerate() {
-            handles.add(node as u64, id);
-            ids.insert(id as usize);
-        }
-        for id in dropped {
-            assert_eq!(handles.decrement(id), Ok(true));
-            ids.remove(id as usize);
-        }
-        let pools: [&[usize]; 3] = [
-            &[0, 1, 63, 64, 127, 128, 300],
-            &[1, 2, 63, 65, 128, 129, 299, 301],
-            &[],
-        ];
-        for pool in pools {
-            let pool = SetPool(pool.iter().copied().collect());
-            // Read whole (the records' members walked) or id by id (each
-            // asked whether it holds the id).
-            let mut whole = Probe::default();
-            whole.everything(320, &HandleModel::default());
-            let mut each = Probe::default();
-            each.ids.extend(0..=320);
-            for (probe, zero) in [whole, each]
-                .iter()
-                .flat_map(|p| [Zero::AsRecorded, Zero::Set, Zero::Unknown].map(|z| (p, z)))
-            {
-                let want = compare(&pool, Expected::exactly(&kept).with_zero(zero), probe);
-                let got = compare(&pool, Expected::exactly(&handles).with_zero(zero), probe);
-                let ids_got = compare(&pool, Expected::exactly(&ids).with_zero(zero), probe);
-                let at = format!("pool {:?}, bit 0 {zero:?}", pool.0);
-                assert_eq!(got, want, "the handle model, {at}");
-                assert_eq!(ids_got, want, "the id set, {at}");
             }
         }
     }
@@ -549,7 +506,7 @@ mod tests {
             }
         }
         let mut probe = Probe::default();
-        probe.everything(64, &HandleModel::default());
+        probe.everything(64, &IdSet::new());
         let record: BTreeSet<u32> = [1, 2, 3].into();
         for zero in [Zero::AsRecorded, Zero::Set, Zero::Unknown] {
             let expected = Expected::exactly(&record).with_zero(zero);
@@ -559,71 +516,5 @@ mod tests {
                 "bit 0 {zero:?}"
             );
         }
-    }
-
-    /// Both sides of a disagreement, bit 0 left out only where reserved.
-    #[test]
-    fn disagreement_names_each_side() {
-        let mut model = HandleModel::default();
-        for (node, h) in [(1, 0), (2, 2), (3, 5)] {
-            model.add(node, h);
-        }
-        let set = |ids: &[usize]| {
-            let mut bits = IdSet::new();
-            ids.iter().for_each(|&id| _ = bits.insert(id));
-            bits
-        };
-        let bits = set(&[0, 2, 3]);
-        assert_eq!(disagreement(&bits, &model, false), Some((vec![3], vec![5])));
-        let bits = set(&[2, 5]);
-        assert_eq!(disagreement(&bits, &model, true), None);
-        assert_eq!(disagreement(&bits, &model, false), Some((vec![], vec![0])));
-    }
-
-    /// A mainline table's bits against `concurrent_resize`'s model.
-    fn compare_refs<F: idpool::Flavour + PoolBits>(
-        refs: &NodeRefs<F>,
-        model: &HandleModel,
-        probe: &Probe,
-    ) -> Result<(), Vec<BitDiff>> {
-        compare(refs.pool(), handles_of(model, Version::RustMainline), probe)
-    }
-
-    #[test]
-    fn a_cleared_bit_behind_the_tables_back_is_found() {
-        let mut refs = NodeRefs::<IdPool>::new();
-        let mut model = HandleModel::default();
-        let faults = Faults::default();
-        for node in 0..5 {
-            let insert = Request::Insert {
-                node,
-                is_manager: false,
-            };
-            let h = refs.run(insert, &faults).unwrap();
-            model.add(node, h);
-        }
-        let mut probe = Probe::boundaries(refs.pool().capacity(), &model);
-        probe.everything(refs.pool().capacity(), &model);
-        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
-        refs.corrupt(idpool::Corruption::ClearBit(3));
-        assert_eq!(
-            compare_refs(&refs, &model, &probe),
-            Err(vec![(3, true, false)])
-        );
-        // The boundaries alone do not read id 3; touching it does.
-        let mut narrow = Probe::boundaries(refs.pool().capacity(), &model);
-        assert_eq!(compare_refs(&refs, &model, &narrow), Ok(()));
-        narrow.touch(3);
-        assert!(compare_refs(&refs, &model, &narrow).is_err());
-    }
-
-    #[test]
-    fn the_linear_scan_has_no_bits_to_compare() {
-        let refs = NodeRefs::<LinearScan>::new();
-        let mut model = HandleModel::default();
-        model.add(7, 1);
-        let mut probe = Probe::default();
-        probe.everything(64, &model);
-        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
     }
 }

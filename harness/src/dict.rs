@@ -24,7 +24,7 @@ fn candidates() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The dictionary of an op language: up to [`PER_KIND`] encodings of each
+/// The dictionary of an op language: up to four encodings of each
 /// operation kind, shortest first.
 pub fn ops_dictionary<Op_: for<'a> Arbitrary<'a> + Op>() -> String {
     let pool = candidates();

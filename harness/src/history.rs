@@ -1,5 +1,5 @@
 //! Upstream history as part of the program: which version of each driver a
-//! run follows, what each version does (stated here from SPEC.md's
+//! run follows, what each version does (stated here from `docs/spec.md`'s
 //! "Upstream history", not read from [`idpool::Version`]'s rule methods),
 //! and which findings are the known upstream bugs.
 //!
@@ -49,7 +49,8 @@
 //! regression that reproduces a known finding says so in its header
 //! (`# expect: <signature>`) and must fail exactly that way.
 
-use crate::check::{Check, Detail, Failure};
+use crate::check::{Check, Checked, Detail, Failure, Flavour};
+use crate::events::Events;
 use arbitrary::{Arbitrary, Unstructured};
 use idpool::{Error, Request, Version};
 use std::sync::OnceLock;
@@ -152,7 +153,7 @@ pub enum Reaction {
     TakeWarnEinval,
 }
 
-/// What one version does, as SPEC.md's "Upstream history" tells it.
+/// What one version does, as the history of `docs/spec.md` tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
     /// The C driver (else Rust).
@@ -175,7 +176,7 @@ pub struct Rules {
     pub on_mismatch: Reaction,
 }
 
-/// The rules of `version`, one row per version of SPEC.md's history.
+/// The rules of `version`, one row per version of `docs/spec.md`'s history.
 pub fn rules(version: Version) -> Rules {
     // The rows, in the words of the history:
     // - C as first merged: "descriptor 0 was reserved for the context
@@ -214,37 +215,7 @@ pub fn rules(version: Version) -> Rules {
         "c-mainline" => c(false, false, false, false),
         "rust-v1" => rust(Reaction::TakeAndSearchOn),
         "rust-mainline" => rust(Reaction::TakeWarnEinval),
-        other => unreachable!("a version SPEC.md does not list: {other}"),
-    }
-}
-
-/// A table's name in failures: the flavour alone on mainline (so that the
-/// signatures of mainline failures do not change), the flavour and the
-/// version otherwise.
-pub fn side_name(flavour: &'static str, version: Version) -> &'static str {
-    match (flavour, version.name()) {
-        (f, "c-mainline" | "rust-mainline") => f,
-        ("dbitmap", "c-2024-06") => "dbitmap c-2024-06",
-        ("dbitmap", "c-v3") => "dbitmap c-v3",
-        ("idpool", "rust-v1") => "idpool rust-v1",
-        ("fastpool", "rust-v1") => "fastpool rust-v1",
-        ("augmented", "rust-v1") => "augmented rust-v1",
-        ("shrinker", "rust-v1") => "shrinker rust-v1",
-        ("linear", "rust-v1") => "linear rust-v1",
-        ("linear", "c-2024-06") => "linear c-2024-06",
-        ("linear", "c-v3") => "linear c-v3",
-        _ => flavour,
-    }
-}
-
-/// The name of a side-by-side comparison in failures.
-pub fn versus_name(a: Version, b: Version) -> &'static str {
-    match (a.name(), b.name()) {
-        ("c-2024-06", "c-v3") => "dbitmap c-2024-06 vs c-v3",
-        ("c-v3", "c-2024-06") => "dbitmap c-v3 vs c-2024-06",
-        ("rust-mainline", "rust-v1") => "idpool rust-mainline vs rust-v1",
-        ("rust-v1", "rust-mainline") => "idpool rust-v1 vs rust-mainline",
-        _ => "versions",
+        other => unreachable!("a version docs/spec.md does not list: {other}"),
     }
 }
 
@@ -314,21 +285,6 @@ impl Finding {
         }
     }
 
-    /// The targets expected to find it (`ci/history.sh` fuzzes each; a
-    /// run counts when [`Finding::of`] tells its minimised failure to be
-    /// this finding, as `triage minimize` writes in the trace's header).
-    pub fn hunted_by(self) -> &'static [&'static str] {
-        match self {
-            Finding::Collision => &["handle_table", "concurrent_resize", "binder_commands"],
-            Finding::V3Threshold | Finding::RustMismatch | Finding::V3Zero => &["handle_table"],
-            Finding::ManagerHandle
-            | Finding::NodeInfo
-            | Finding::FailedSetManager
-            | Finding::ManagerZeroFallback
-            | Finding::DyingTargetReply => &["binder_commands"],
-        }
-    }
-
     /// The known finding `failure` is, if it is one: told by its check and
     /// by what the check saw ([`Detail`]), so that another bug on the same
     /// historical version is not taken for a known one:
@@ -360,7 +316,7 @@ impl Finding {
     ///   empty map shrinks to the minimum), where June 2024's kept bit 0
     ///   (its last bit, so it halves).
     pub fn of(failure: &Failure) -> Option<Finding> {
-        let on = |v: &str| failure.flavour.is_some_and(|f| f.contains(v));
+        let on_v3 = failure.flavour.and_then(Flavour::version) == Some(Version::CV3);
         match (&failure.check, &failure.detail) {
             (
                 Check::KernelCrash,
@@ -370,7 +326,7 @@ impl Finding {
                     manager: true,
                 }),
             ) if rules(*version).manager_always_zero => Some(Finding::Collision),
-            (Check::HandleZero, None) if on("c-v3") => Some(Finding::V3Zero),
+            (Check::HandleZero, None) if on_v3 => Some(Finding::V3Zero),
             (Check::DriversDiffer, Some(Detail::Drivers { rule })) => {
                 Finding::ALL.into_iter().find(|f| f.name() == *rule)
             }
@@ -498,8 +454,8 @@ impl Retired {
         &mut self,
         i: usize,
         involving: impl Iterator<Item = usize>,
-        result: crate::check::Checked<T>,
-    ) -> crate::check::Checked<Option<T>> {
+        result: Checked<T>,
+    ) -> Checked<Option<T>> {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(failure) if Finding::of(&failure).is_some() => {
@@ -517,7 +473,7 @@ impl Retired {
     /// `failure` of comparison `p`: a known finding retires the
     /// comparison (both sides go on, each against its own model); any
     /// other failure is returned.
-    pub fn of_pair(&mut self, p: usize, failure: Box<Failure>) -> crate::check::Checked {
+    pub fn of_pair(&mut self, p: usize, failure: Box<Failure>) -> Checked {
         if Finding::of(&failure).is_none() {
             return Err(failure);
         }
@@ -532,7 +488,7 @@ impl Retired {
 
     /// The run's result once every step passed: the first known finding
     /// met, if any.
-    pub fn finish<T>(self, value: T) -> crate::check::Checked<T> {
+    pub fn finish<T>(self, value: T) -> Checked<T> {
         match self.first {
             Some(failure) => Err(failure),
             None => Ok(value),
@@ -558,9 +514,25 @@ pub fn quiet(failure: &Failure) -> bool {
     Finding::of(failure).is_some_and(|f| !reported().contains(&f))
 }
 
+/// A fuzz target's verdict on a run: its events, or a panic with the
+/// failure's message, unless the failure is a known upstream finding not
+/// asked for ([`quiet`]).
+///
+/// # Panics
+///
+/// At any failure but a quiet one.
+pub fn settle(result: Checked<Events>) -> Events {
+    match result {
+        Ok(events) => events,
+        Err(f) if quiet(&f) => Events::default(),
+        Err(f) => f.raise(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::FlavourName;
 
     #[test]
     fn mainline_is_half_of_the_header_values_of_each_driver() {
@@ -584,7 +556,7 @@ mod tests {
 
     #[test]
     fn the_manager_gets_0_without_looking_in_the_versions_before_the_fix_only() {
-        // SPEC.md's history: June 2024 as first merged always gave the
+        // The history of docs/spec.md: June 2024 as first merged always gave the
         // context manager's node 0; v3 is June 2024 but for the threshold
         // (and its clear); "binder: fix descriptor lookup for context
         // manager" made C search from offset 0 for the manager, and the
@@ -599,7 +571,7 @@ mod tests {
 
     #[test]
     fn the_rows_follow_spec_history() {
-        // Pinned to SPEC.md's "Upstream history", and checked against the
+        // Pinned to the history of docs/spec.md, and checked against the
         // allocator's own reading so a misreading on either side shows.
         for v in Version::ALL {
             let r = rules(v);
@@ -624,11 +596,11 @@ mod tests {
 
     /// A failure of `check` about `flavour` with `detail`, as a runner
     /// builds it.
-    fn failure(check: Check, flavour: &'static str, detail: Option<Detail>) -> Failure {
+    fn failure(check: Check, flavour: Flavour, detail: Option<Detail>) -> Failure {
         Failure {
             target: "handle_table",
             step: 1,
-            op: crate::check::OpKind::Insert,
+            op: crate::check::OpKind::new("Insert", 10),
             check,
             flavour: Some(flavour),
             phase: None,
@@ -639,7 +611,7 @@ mod tests {
     }
 
     fn crash(version: Version, id: u32, manager: bool) -> Failure {
-        let flavour = side_name("dbitmap", version);
+        let flavour = Flavour::on(FlavourName::DBitmap, version);
         let detail = Detail::Crash {
             version,
             id,
@@ -677,8 +649,12 @@ mod tests {
             capacities,
             pending,
         };
-        let name = versus_name(versions[0], versions[1]);
-        failure(Check::VersionsDiffer, name, Some(detail))
+        let name = match versions[0].driver() {
+            idpool::Driver::C => FlavourName::DBitmap,
+            idpool::Driver::Rust => FlavourName::IdPool,
+        };
+        let flavour = Flavour::Versus { name, versions };
+        failure(Check::VersionsDiffer, flavour, Some(detail))
     }
 
     #[test]
@@ -754,12 +730,7 @@ mod tests {
             assert_eq!(of(release, [256, 64]), None);
             assert_eq!(of(release, [64, 128]), None);
         }
-        // As run: a process started from descriptors 0 and 1000.
-        let text = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversus c-2024-06\n\
-                    start-from 0=n0 1000=n1\ndec =1000\ndec =0\n";
-        let trace = crate::trace::Trace::parse(text).expect("a trace");
-        let failure = trace.check().expect_err("the finding");
-        assert_eq!(Finding::of(&failure), Some(Finding::V3Zero), "{failure}");
+        // As run: `harness/tests/findings.rs`.
     }
 
     #[test]
@@ -831,84 +802,5 @@ mod tests {
             Finding::of(&versus([v3, june], [einval, Ok(3)], [64, 64])),
             None
         );
-    }
-
-    #[test]
-    fn the_runners_fill_in_what_the_findings_are_told_by() {
-        // The regressions' programs, run: each failure is its finding.
-        let cases = [
-            (
-                "version c-2024-06\ninsert n1 manager\ninsert n6 manager\n",
-                Finding::Collision,
-            ),
-            (
-                "version c-v3\nversus c-2024-06\ninsert-many 65\ndrop-all lifo\n",
-                Finding::V3Threshold,
-            ),
-            (
-                "version c-2024-06\nversus c-v3\ninsert-many 128\ninsert-many 128\n\
-                 insert-many 44\nfail-next 1 at shrink\ndrop-from =129\n",
-                Finding::V3Threshold,
-            ),
-            (
-                "version rust-v1\nversus rust-mainline\ninsert-many 64\ncorrupt clear =cap/4\ninsert-many 1\n",
-                Finding::RustMismatch,
-            ),
-            (
-                "version c-v3\ninsert n0 manager\ndrop-all lifo\ninsert n6 manager\ninsert n17\n",
-                Finding::V3Zero,
-            ),
-            (
-                "version c-v3\ninsert n0 manager\ndrop-all lifo\ninsert n17\n",
-                Finding::V3Zero,
-            ),
-            (
-                "version c-v3\nversus c-2024-06\ncorrupt clear highest\ninsert n16\n\
-                 dec highest\ndec highest\ninsert-many 1\n",
-                Finding::V3Zero,
-            ),
-            (
-                "target concurrent_resize\npool dbitmap\nversion c-2024-06\nprefill 0\nkeep 1\n\
-                 thread insert n0 manager; insert n4 manager\nschedule\n",
-                Finding::Collision,
-            ),
-        ];
-        for (body, finding) in cases {
-            let text = if body.starts_with("target") {
-                format!("idpool-trace v1\n{body}")
-            } else {
-                format!("idpool-trace v1\ntarget handle_table\n{body}")
-            };
-            let trace = crate::trace::Trace::parse(&text).expect("a trace");
-            let failure = trace.check().expect_err("the finding");
-            assert_eq!(Finding::of(&failure), Some(finding), "{failure}");
-        }
-    }
-
-    #[test]
-    fn the_v3_threshold_under_a_planned_failure_is_met_at_the_release_itself() {
-        // The extra shrink's allocation fails: the capacities stay equal,
-        // and the difference is the planned failure v3 consumed, seen at
-        // the release (not at the later allocation that fails on June 2024
-        // alone).
-        let text = "idpool-trace v1\ntarget handle_table\nversion c-2024-06\nversus c-v3\n\
-                    insert-many 128\ninsert-many 128\ninsert-many 44\nfail-next 1 at shrink\n\
-                    drop-from =129\ninsert-many 1\n";
-        let trace = crate::trace::Trace::parse(text).expect("a trace");
-        let failure = trace.check().expect_err("the finding");
-        assert_eq!(failure.step, 4, "{failure}");
-        let Some(Detail::Versions {
-            request,
-            capacities,
-            pending,
-            ..
-        }) = failure.detail
-        else {
-            panic!("not a difference of versions: {failure}");
-        };
-        assert_eq!(request, Request::Decrement(129), "{failure}");
-        assert_eq!(capacities, [512, 512], "{failure}");
-        assert_eq!(pending, [1, 0], "{failure}");
-        assert_eq!(Finding::of(&failure), Some(Finding::V3Threshold));
     }
 }

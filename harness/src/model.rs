@@ -2,7 +2,10 @@
 //! `concurrent_resize`: two ordered maps and the plain gap scan, and the
 //! comparison of a real table against them.
 
+use crate::bits::{BitDiff, Record};
+use crate::check::Check;
 use crate::idset::IdSet;
+use core::fmt;
 use idpool::{Error, InvariantViolation, NodeId, RefInfo};
 use std::collections::BTreeMap;
 
@@ -98,7 +101,28 @@ impl HandleModel {
     }
 }
 
-/// How a table differs from its model.
+/// The live handles, as the record of the ids a pool must have set.
+impl Record for HandleModel {
+    fn contains(&self, id: usize) -> bool {
+        u32::try_from(id).is_ok_and(|id| self.holds(id))
+    }
+    fn members(&self) -> impl Iterator<Item = usize> + '_ {
+        self.handles.keys().map(|&h| h as usize)
+    }
+    fn members_from(&self, from: usize) -> impl Iterator<Item = usize> + '_ {
+        // Above every u32, no handle.
+        let from = u32::try_from(from).ok();
+        (from.into_iter())
+            .flat_map(|from| self.handles.range(from..))
+            .map(|(&h, _)| h as usize)
+    }
+    fn last(&self) -> Option<usize> {
+        self.highest().map(|h| h as usize)
+    }
+}
+
+/// How a table differs from its model. `Display` says what differs, as a
+/// failure message does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mismatch {
     /// The table's own invariants are broken.
@@ -108,7 +132,7 @@ pub enum Mismatch {
     ByHandle(Vec<(u32, Option<RefInfo>, Option<RefInfo>)>),
     /// The pool's bits, read one id at a time, differ from the model's
     /// ([`crate::bits`]): up to six (id, expected, actual) triples.
-    PoolBits(Vec<crate::bits::BitDiff>),
+    PoolBits(Vec<BitDiff>),
     /// `by_node` differs from the model's: up to six (node, expected,
     /// actual) triples. Read directly, not through the table's own
     /// invariant check.
@@ -117,6 +141,44 @@ pub enum Mismatch {
     /// disagree (set in the pool only, in `by_handle` only), and the
     /// table's invariant check reports no disagreement.
     Unreported(Vec<u32>, Vec<u32>),
+}
+
+impl Mismatch {
+    /// The check it fails.
+    pub fn check(&self) -> Check {
+        match self {
+            Mismatch::Invariant(_) | Mismatch::Unreported(..) => Check::Invariant,
+            Mismatch::ByHandle(_) => Check::ByHandle,
+            Mismatch::PoolBits(_) => Check::PoolBits,
+            Mismatch::ByNode(_) => Check::ByNode,
+        }
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Invariant(violation) => write!(f, "invariant broken: {violation}"),
+            Mismatch::ByHandle(diff) => write!(
+                f,
+                "by_handle differs from the model's (handle, expected, actual): {diff:?}"
+            ),
+            Mismatch::ByNode(diff) => write!(
+                f,
+                "by_node differs from the model's (node, expected, actual): {diff:?}"
+            ),
+            Mismatch::Unreported(pool, tree) => write!(
+                f,
+                "after the corruption the model expects the pool and by_handle to disagree (set \
+                 in the pool only {pool:?}, in by_handle only {tree:?}), the table reports no \
+                 disagreement"
+            ),
+            Mismatch::PoolBits(diff) => write!(
+                f,
+                "the pool's bits differ from the model's (id, expected, actual): {diff:?}"
+            ),
+        }
+    }
 }
 
 /// Compares a table's `by_node` with the model's, every live node.
@@ -140,14 +202,30 @@ pub fn compare_nodes(by_node: &BTreeMap<NodeId, u32>, model: &HandleModel) -> Re
     Err(Mismatch::ByNode(diff))
 }
 
-/// Compares a table (its invariant check and its `by_handle`) with the
-/// model.
-pub fn compare(
-    invariants: Result<(), InvariantViolation>,
-    by_handle: &BTreeMap<u32, RefInfo>,
-    model: &HandleModel,
+/// The table's own invariant check (`checked`) against the pool/`by_handle`
+/// disagreement the model expects (`expected`, after a corruption: set in
+/// the pool only, in `by_handle` only): the disagreement expected passes;
+/// one expected but not reported is [`Mismatch::Unreported`]; any other
+/// broken invariant is [`Mismatch::Invariant`].
+pub fn compare_invariants(
+    checked: Result<(), InvariantViolation>,
+    expected: Option<(Vec<u32>, Vec<u32>)>,
 ) -> Result<(), Mismatch> {
-    invariants.map_err(Mismatch::Invariant)?;
+    match (checked, expected) {
+        (
+            Err(InvariantViolation::PoolTreeMismatch {
+                only_in_pool,
+                only_in_tree,
+            }),
+            Some(expected),
+        ) if (only_in_pool.clone(), only_in_tree.clone()) == expected => Ok(()),
+        (Ok(()), Some((pool, tree))) => Err(Mismatch::Unreported(pool, tree)),
+        (result, _) => result.map_err(Mismatch::Invariant),
+    }
+}
+
+/// Compares a table's `by_handle` with the model's.
+pub fn compare(by_handle: &BTreeMap<u32, RefInfo>, model: &HandleModel) -> Result<(), Mismatch> {
     if by_handle == &model.handles {
         return Ok(());
     }
@@ -165,4 +243,149 @@ pub fn compare(
         .take(6)
         .collect();
     Err(Mismatch::ByHandle(diff))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bits::{compare, disagreement, handles_of, Expected, PoolBits, Probe, Zero};
+    use idpool::{Faults, IdPool, LinearScan, NodeRefs, Request, Version};
+    use std::collections::BTreeSet;
+
+    /// A pool that is a set of ids, for reading [`compare`] against.
+    struct SetPool(BTreeSet<usize>);
+
+    impl PoolBits for SetPool {
+        fn bit(&self, id: usize) -> Option<bool> {
+            Some(self.0.contains(&id))
+        }
+    }
+
+    /// The set of handles, as a record.
+    struct Handles(BTreeSet<u32>);
+
+    impl Record for Handles {
+        fn contains(&self, id: usize) -> bool {
+            u32::try_from(id).is_ok_and(|id| self.0.contains(&id))
+        }
+        fn members(&self) -> impl Iterator<Item = usize> + '_ {
+            self.0.iter().map(|&id| id as usize)
+        }
+        fn last(&self) -> Option<usize> {
+            self.0.iter().next_back().map(|&id| id as usize)
+        }
+    }
+
+    /// The records the runners pass ([`HandleModel`], [`IdSet`]) answer
+    /// [`compare`] as the plain set of their members does: handles at word
+    /// edges, some dropped again (the handle model's `held` must lose them
+    /// as its map does), against pools that differ on each side of a word,
+    /// read whole and id by id.
+    #[test]
+    fn the_runners_records_compare_as_the_set_of_their_members() {
+        let kept: BTreeSet<u32> = [0, 1, 63, 64, 127, 128, 300].into();
+        let dropped = [2, 65, 129, 299];
+        let mut handles = HandleModel::default();
+        let mut ids = IdSet::default();
+        for (node, &id) in kept.iter().chain(&dropped).enumerate() {
+            handles.add(node as u64, id);
+            ids.insert(id as usize);
+        }
+        for id in dropped {
+            assert_eq!(handles.decrement(id), Ok(true));
+            ids.remove(id as usize);
+        }
+        let pools: [&[usize]; 3] = [
+            &[0, 1, 63, 64, 127, 128, 300],
+            &[1, 2, 63, 65, 128, 129, 299, 301],
+            &[],
+        ];
+        for pool in pools {
+            let pool = SetPool(pool.iter().copied().collect());
+            // Read whole (the records' members walked) or id by id (each
+            // asked whether it holds the id).
+            let mut whole = Probe::default();
+            whole.everything(320, &IdSet::new());
+            let mut each = Probe::default();
+            (0..=320).for_each(|id| _ = each.touch(id));
+            for (probe, zero) in [whole, each]
+                .iter()
+                .flat_map(|p| [Zero::AsRecorded, Zero::Set, Zero::Unknown].map(|z| (p, z)))
+            {
+                let kept = Handles(kept.clone());
+                let want = compare(&pool, Expected::exactly(&kept).with_zero(zero), probe);
+                let got = compare(&pool, Expected::exactly(&handles).with_zero(zero), probe);
+                let ids_got = compare(&pool, Expected::exactly(&ids).with_zero(zero), probe);
+                let at = format!("pool {:?}, bit 0 {zero:?}", pool.0);
+                assert_eq!(got, want, "the handle model, {at}");
+                assert_eq!(ids_got, want, "the id set, {at}");
+            }
+        }
+    }
+
+    /// Both sides of a disagreement, bit 0 left out only where reserved.
+    #[test]
+    fn disagreement_names_each_side() {
+        let mut model = HandleModel::default();
+        for (node, h) in [(1, 0), (2, 2), (3, 5)] {
+            model.add(node, h);
+        }
+        let set = |ids: &[usize]| {
+            let mut bits = IdSet::new();
+            ids.iter().for_each(|&id| _ = bits.insert(id));
+            bits
+        };
+        let bits = set(&[0, 2, 3]);
+        assert_eq!(disagreement(&bits, &model, false), Some((vec![3], vec![5])));
+        let bits = set(&[2, 5]);
+        assert_eq!(disagreement(&bits, &model, true), None);
+        assert_eq!(disagreement(&bits, &model, false), Some((vec![], vec![0])));
+    }
+
+    /// A mainline table's bits against `concurrent_resize`'s model.
+    fn compare_refs<F: idpool::Flavour + PoolBits>(
+        refs: &NodeRefs<F>,
+        model: &HandleModel,
+        probe: &Probe,
+    ) -> Result<(), Vec<BitDiff>> {
+        compare(refs.pool(), handles_of(model, Version::RustMainline), probe)
+    }
+
+    #[test]
+    fn a_cleared_bit_behind_the_tables_back_is_found() {
+        let mut refs = NodeRefs::<IdPool>::new();
+        let mut model = HandleModel::default();
+        let faults = Faults::default();
+        for node in 0..5 {
+            let insert = Request::Insert {
+                node,
+                is_manager: false,
+            };
+            let h = refs.run(insert, &faults).unwrap();
+            model.add(node, h);
+        }
+        let mut probe = Probe::boundaries(refs.pool().capacity(), &model);
+        probe.everything(refs.pool().capacity(), &model);
+        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
+        refs.corrupt(idpool::Corruption::ClearBit(3));
+        assert_eq!(
+            compare_refs(&refs, &model, &probe),
+            Err(vec![(3, true, false)])
+        );
+        // The boundaries alone do not read id 3; touching it does.
+        let mut narrow = Probe::boundaries(refs.pool().capacity(), &model);
+        assert_eq!(compare_refs(&refs, &model, &narrow), Ok(()));
+        narrow.touch(3);
+        assert!(compare_refs(&refs, &model, &narrow).is_err());
+    }
+
+    #[test]
+    fn the_linear_scan_has_no_bits_to_compare() {
+        let refs = NodeRefs::<LinearScan>::new();
+        let mut model = HandleModel::default();
+        model.add(7, 1);
+        let mut probe = Probe::default();
+        probe.everything(64, &model);
+        assert_eq!(compare_refs(&refs, &model, &probe), Ok(()));
+    }
 }

@@ -1,4 +1,4 @@
-//! SPEC.md's capacity formulas, written out plainly. The models of both
+//! The capacity formulas of `docs/spec.md`, written out plainly. The models of both
 //! levels compute capacities with these and nothing else; none of them calls
 //! the allocator.
 //!
@@ -6,10 +6,10 @@
 //!
 //! A rule written the same way here and in the allocator would let a
 //! misreading pass twice, so each rule is stated differently where it can
-//! be, and pinned to a table of cases worked out by hand from SPEC.md (the
+//! be, and pinned to a table of cases worked out by hand from the spec (the
 //! tests below):
 //!
-//! - the Rust grow is refused from SPEC.md's ceiling, 2^30 ids, not from
+//! - the Rust grow is refused from the spec's ceiling, 2^30 ids, not from
 //!   the allocator's `checked_mul(2)` and `MAX_LEN` comparison;
 //! - the C grow wraps modulo 2^32, not by an `unsigned int` shift;
 //! - a shrink is allowed when the live ids fit in the capacity four times
@@ -21,7 +21,7 @@
 //! What cannot be stated another way: "a pool of 64 ids or fewer never
 //! shrinks", "an empty pool shrinks to 64" and the targets themselves
 //! (half the capacity, at least 64 for Rust) are single constants or
-//! one division; the commit rules (`PoolModel::commit` in [`crate::pool`]:
+//! one division; the commit rules (`PoolModel::commit` in `pool_ops`:
 //! a grow takes a larger resizer, a Rust shrink takes a resizer at least
 //! as large as the recomputed target, a C shrink one exactly equal to it)
 //! are single comparisons. Those are pinned to the cases below and to the
@@ -34,7 +34,7 @@
 pub const MIN: usize = 64;
 /// The longest bitmap.
 pub const MAX_LEN: usize = i32::MAX as usize;
-/// SPEC.md's ceiling: a Rust pool of this many ids or more cannot grow.
+/// The spec's ceiling: a Rust pool of this many ids or more cannot grow.
 pub const CEILING: usize = 1 << 30;
 
 /// Which driver's policy.
@@ -96,7 +96,7 @@ pub enum CGrow {
 /// grow is stale (`len <= cap`: someone grew it while the lock was
 /// dropped), and whether the allocation failed (NULL).
 ///
-/// SPEC.md, "grow commit, in this order": staleness and disablement are
+/// `docs/spec.md`, "grow commit, in this order": staleness and disablement are
 /// looked at before the allocation, so a failed allocation disables the
 /// map only for a grow that is still needed ("we only disable the dbitmap
 /// when it's necessary", says the upstream comment). Every row is written
@@ -128,7 +128,7 @@ mod tests {
     use Policy::{Rust, C};
 
     /// Upstream `dbitmap_grow` (drivers/android/dbitmap.h, mainline): the
-    /// cases SPEC.md spells out, one per row that matters.
+    /// cases `docs/spec.md` spells out, one per row that matters.
     #[test]
     fn upstream_dbitmap_grow_checks_stale_or_disabled_before_null() {
         // A failed allocation for a grow someone else already did: keep.
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(c_grow_commit(256, 128, false), CGrow::Keep);
     }
 
-    /// Grow targets worked out by hand from SPEC.md.
+    /// Grow targets worked out by hand from `docs/spec.md`.
     #[test]
     fn grow_targets_from_a_table_of_cases() {
         let cases = [
@@ -165,7 +165,7 @@ mod tests {
         }
     }
 
-    /// Shrink targets worked out by hand from SPEC.md: (policy, capacity,
+    /// Shrink targets worked out by hand from `docs/spec.md`: (policy, capacity,
     /// highest live id, target).
     #[test]
     fn shrink_targets_from_a_table_of_cases() {

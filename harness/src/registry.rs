@@ -1,48 +1,39 @@
-//! The target registry: every fuzz target, what it needs, how its bytes
-//! decode, how it runs, and its trace form. `lib.rs`, `trace`, the triage
-//! tool, `fuzz-dict`, `seed-corpus`, the tests and (through the `targets`
-//! binary) the scripts all iterate [`TARGETS`].
+//! What a target is: the [`Target`] trait every registry entry implements,
+//! what it needs ([`Need`]), the engines with glue for it ([`Engine`]), and
+//! [`OpsTarget`], the entry of a target whose input is a list of
+//! operations. The list of entries is `crate::targets::TARGETS`; this
+//! module names no target.
 //!
-//! A target whose input is a list of operations is an [`OpsTarget`] over
-//! an op type implementing [`OpLang`]: its decoding ([`crate::decode`]),
-//! text form ([`OpText`]) and shrink rules come with the op type. A target
-//! with a richer input (a program and a schedule) implements [`Target`]
-//! itself.
+//! An op-list target is an `OpsTarget` over an op type implementing
+//! [`OpLang`]: its decoding ([`decode`]), text form ([`OpText`]),
+//! dictionary and shrink rules come with the op type, and its runner gets
+//! the entry's name, which it puts on every failure. A target with a
+//! richer input (a program and a schedule) implements [`Target`] itself.
 
 use crate::check::{Checked, Op};
+use crate::events::Events;
+use crate::history::{self, Finding};
 use crate::text::{OpText, Text};
 use crate::trace::{ParseError, Trace, TraceBody};
-use crate::Events;
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use std::any::Any;
 
-/// Every target, in a fixed order (the `trace_roundtrip` target picks one
-/// of the traceable targets by this order).
-pub static TARGETS: &[&dyn Target] = &[
-    &crate::targets::POOL_OPS,
-    &crate::targets::DBITMAP_OPS,
-    &crate::targets::HANDLE_TABLE,
-    &crate::targets::CONCURRENT_RESIZE,
-    &crate::targets::TRACE_ROUNDTRIP,
-    &crate::targets::KERNEL_DBITMAP,
-    &crate::targets::BINDER_COMMANDS,
-];
+/// The most operations one input runs.
+pub const MAX_OPS: usize = 64;
 
-/// The target called `name`.
-pub fn target(name: &str) -> Option<&'static dyn Target> {
-    TARGETS.iter().copied().find(|t| t.name() == name)
-}
-
-/// The targets that have a corpus and a trace form: those `cargo test`
-/// replays and triage knows.
-pub fn traceable() -> impl Iterator<Item = &'static dyn Target> {
-    TARGETS.iter().copied().filter(|t| t.has_corpus())
-}
-
-/// The names of [`traceable`] targets, comma-separated, for messages.
-pub fn traceable_names() -> String {
-    traceable().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+/// Decodes up to [`MAX_OPS`] operations; trailing bytes that do not make a
+/// whole operation are ignored.
+pub fn decode<'a, O: Arbitrary<'a>>(data: &'a [u8]) -> Vec<O> {
+    let mut u = Unstructured::new(data);
+    let mut ops = Vec::new();
+    while ops.len() < MAX_OPS && !u.is_empty() {
+        match O::arbitrary(&mut u) {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    ops
 }
 
 /// A fuzz engine with glue for a target.
@@ -68,10 +59,41 @@ impl Engine {
             Engine::Honggfuzz => "honggfuzz",
         }
     }
+
+    /// Where its glue files are, from the repository's root.
+    pub fn glue_dir(self) -> &'static str {
+        match self {
+            Engine::LibFuzzer => "fuzz/fuzz_targets",
+            Engine::Afl => "fuzz/afl/src/bin",
+            Engine::Honggfuzz => "fuzz/honggfuzz/src/bin",
+        }
+    }
+
+    /// The glue file of target `name`, in full: the same for every target
+    /// but the name, a call of `idpool_harness::fuzz` and nothing else. The
+    /// closure's body is a block, the one form every engine's macro takes
+    /// (honggfuzz's takes no other).
+    pub fn glue(self, name: &str) -> String {
+        let body = format!("idpool_harness::fuzz(\"{name}\", data);");
+        match self {
+            Engine::LibFuzzer => format!(
+                "#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {{\n    {body}\n}});\n"
+            ),
+            Engine::Afl => {
+                format!(
+                    "fn main() {{\n    afl::fuzz!(|data: &[u8]| {{\n        {body}\n    }});\n}}\n"
+                )
+            }
+            Engine::Honggfuzz => format!(
+                "fn main() {{\n    loop {{\n        honggfuzz::fuzz!(|data: &[u8]| {{\n            \
+                 {body}\n        }});\n    }}\n}}\n"
+            ),
+        }
+    }
 }
 
 /// Something a target needs beyond this repository.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Need {
     /// An environment variable naming an existing directory (e.g. the
     /// kernel's source tree).
@@ -81,10 +103,12 @@ pub enum Need {
         /// What the directory holds, for the skip message.
         what: &'static str,
     },
-    /// The kernel's `drivers/android/dbitmap.h`, compiled into the
-    /// `kernel-dbitmap` crate when it was built (`ci/kernel-source.sh`, or
-    /// `KERNEL_TREE` naming a kernel checkout).
-    KernelHeader,
+    /// Something only the target can tell is there (code compiled in from
+    /// outside the repository): `missing` says why it is not, in one line.
+    Probed {
+        /// Why it is missing; `None` when it is there.
+        missing: fn() -> Option<String>,
+    },
 }
 
 impl Need {
@@ -99,14 +123,15 @@ impl Need {
                 )),
                 None => Some(format!("needs {what}: set {var}")),
             },
-            Need::KernelHeader => crate::kernel::unavailable(),
+            Need::Probed { missing } => missing(),
         }
     }
 }
 
-/// A fuzz target.
+/// A fuzz target: one entry of the registry.
 pub trait Target: Sync {
-    /// Its name: the fuzz binary, `corpus/<name>`, `fuzz/dict/<name>.dict`.
+    /// Its name: the fuzz binary, `corpus/<name>`, `fuzz/dict/<name>.dict`,
+    /// and the target of every failure it reports.
     fn name(&self) -> &'static str;
     /// What it drives, in one line.
     fn about(&self) -> &'static str;
@@ -119,7 +144,8 @@ pub trait Target: Sync {
         self.needs().iter().find_map(Need::missing)
     }
     /// One line on what outside code it runs, for logs (`triage repro`,
-    /// the smoke run); `None` when it runs only this repository's code.
+    /// the smoke run, the first input a fuzz binary runs); `None` when it
+    /// runs only this repository's code.
     fn provenance(&self) -> Option<String> {
         None
     }
@@ -131,10 +157,15 @@ pub trait Target: Sync {
         "none"
     }
     /// The longest input a hunt from an empty corpus tries
-    /// (`ci/history.sh`, libFuzzer's `-max_len`): long enough for a header
-    /// and the few operations that show a bug.
+    /// (`ci/history.sh`, `ci/mutants/run.sh`: libFuzzer's `-max_len`):
+    /// long enough for a header and the few operations that show a bug.
     fn hunt_max_len(&self) -> usize {
         256
+    }
+    /// The known upstream findings it is expected to rediscover from an
+    /// empty corpus (`ci/history.sh` hunts each with it).
+    fn hunts(&self) -> &'static [Finding] {
+        &[]
     }
     /// The engines that have glue for it.
     fn engines(&self) -> &'static [Engine] {
@@ -144,6 +175,12 @@ pub trait Target: Sync {
     /// seeded by `seed-corpus`) and a trace form.
     fn has_corpus(&self) -> bool {
         true
+    }
+    /// Inputs written by hand: interleavings the pseudo-random inputs
+    /// rarely reach. The seed corpus holds them and the smoke test runs
+    /// them beside the seeded ones.
+    fn crafted(&self) -> Vec<Vec<u8>> {
+        Vec::new()
     }
     /// Runs the target on raw bytes.
     fn run(&self, data: &[u8]) -> Checked<Events>;
@@ -173,14 +210,68 @@ impl<T: Op + OpText + for<'a> Arbitrary<'a> + Clone + PartialEq + Send + Sync + 
 {
 }
 
-/// A target whose input is a list of operations ([`crate::decode`]).
+/// A runner of an op list: the target's name (for its failures) and the
+/// operations.
+pub type OpsRunner<L> = fn(&'static str, &[L]) -> Checked<Events>;
+
+/// A target whose input is a list of operations ([`decode`]).
+///
+/// # Examples
+///
+/// ```
+/// use idpool_harness::oracle::Policy;
+/// use idpool_harness::registry::{OpsTarget, Target};
+/// use idpool_harness::targets::pool_ops::{self, PoolOp};
+///
+/// // IdPool alone, without the fast pool beside it.
+/// static MINE: OpsTarget<PoolOp> = OpsTarget::new("mine", "IdPool alone", |target, ops| {
+///     pool_ops::run::<idpool::IdPool>(target, Policy::Rust, ops)
+/// });
+/// assert_eq!(MINE.name(), "mine");
+/// assert!(MINE.run(&[0, 5, 0, 9]).is_ok());
+/// ```
 pub struct OpsTarget<L: 'static> {
-    /// The name.
-    pub name: &'static str,
-    /// What it drives.
-    pub about: &'static str,
-    /// The runner.
-    pub run: fn(&[L]) -> Checked<Events>,
+    name: &'static str,
+    about: &'static str,
+    run: OpsRunner<L>,
+    needs: &'static [Need],
+    provenance: Option<fn() -> String>,
+    sanitizer: &'static str,
+}
+
+impl<L: 'static> OpsTarget<L> {
+    /// The target `name`, which drives `about`, running `run` on the
+    /// decoded operations.
+    pub const fn new(name: &'static str, about: &'static str, run: OpsRunner<L>) -> Self {
+        OpsTarget {
+            name,
+            about,
+            run,
+            needs: &[],
+            provenance: None,
+            sanitizer: "none",
+        }
+    }
+
+    /// The same target, needing `needs` ([`Target::needs`]).
+    pub const fn needing(mut self, needs: &'static [Need]) -> Self {
+        self.needs = needs;
+        self
+    }
+
+    /// The same target, saying what outside code it runs
+    /// ([`Target::provenance`]).
+    pub const fn with_provenance(mut self, provenance: fn() -> String) -> Self {
+        self.provenance = Some(provenance);
+        self
+    }
+
+    /// The same target, its libFuzzer builds under `sanitizer`
+    /// ([`Target::sanitizer`]).
+    pub const fn sanitized(mut self, sanitizer: &'static str) -> Self {
+        self.sanitizer = sanitizer;
+        self
+    }
 }
 
 impl<L: OpLang> Target for OpsTarget<L> {
@@ -190,11 +281,20 @@ impl<L: OpLang> Target for OpsTarget<L> {
     fn about(&self) -> &'static str {
         self.about
     }
+    fn needs(&self) -> &'static [Need] {
+        self.needs
+    }
+    fn provenance(&self) -> Option<String> {
+        self.provenance.map(|line| line())
+    }
+    fn sanitizer(&self) -> &'static str {
+        self.sanitizer
+    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
-        (self.run)(&crate::decode::<L>(data))
+        (self.run)(self.name, &decode::<L>(data))
     }
     fn trace_from_bytes(&'static self, data: &[u8]) -> Option<Trace> {
-        Some(self.trace(crate::decode(data)))
+        Some(self.trace(decode(data)))
     }
     fn parse_body(
         &'static self,
@@ -215,7 +315,7 @@ impl<L: OpLang> Target for OpsTarget<L> {
     }
     fn arbitrary_trace(&'static self, u: &mut Unstructured<'_>) -> Option<Trace> {
         let rest = u.bytes(u.len()).unwrap_or_default();
-        Some(self.trace(crate::decode(rest)))
+        Some(self.trace(decode(rest)))
     }
     fn dictionary(&self) -> Option<String> {
         Some(crate::dict::ops_dictionary::<L>())
@@ -226,6 +326,11 @@ impl<L: OpLang> OpsTarget<L> {
     /// The trace of `ops` on this target.
     pub fn trace(&'static self, ops: Vec<L>) -> Trace {
         Trace::new(OpsTrace { target: self, ops })
+    }
+
+    /// Runs `ops` on this target.
+    pub fn run_ops(&self, ops: &[L]) -> Checked<Events> {
+        (self.run)(self.name, ops)
     }
 }
 
@@ -243,8 +348,8 @@ impl<L: OpLang> fmt::Debug for OpsTrace<L> {
 }
 
 impl<L: OpLang> TraceBody for OpsTrace<L> {
-    fn target(&self) -> &'static dyn Target {
-        self.target
+    fn target(&self) -> &'static str {
+        self.target.name
     }
     fn len(&self) -> usize {
         self.ops.len()
@@ -255,7 +360,7 @@ impl<L: OpLang> TraceBody for OpsTrace<L> {
             .try_for_each(|op| writeln!(f, "{}", Text(op)))
     }
     fn replay(&self) -> Checked<Events> {
-        (self.target.run)(&self.ops)
+        self.target.run_ops(&self.ops)
     }
     fn shrink(&self, fails: &mut dyn FnMut(&Trace) -> bool) -> Trace {
         let mut fails = |ops: &[L]| fails(&self.target.trace(ops.to_vec()));
@@ -277,20 +382,61 @@ impl<L: OpLang> TraceBody for OpsTrace<L> {
     }
 }
 
-/// Runs a target on raw bytes and panics at the first failure, as a fuzz
-/// target must (a known upstream finding ends the run quietly unless
-/// `IDPOOL_HISTORY` asks for it: see [`crate::history`]).
-pub fn fuzz(target: &dyn Target, data: &[u8]) -> Events {
-    settle(target.run(data))
+/// The targets among `targets` that have a corpus and a trace form.
+pub fn traceable(
+    targets: &'static [&'static dyn Target],
+) -> impl Iterator<Item = &'static dyn Target> {
+    targets.iter().copied().filter(|t| t.has_corpus())
 }
 
-/// A fuzz target's verdict on a run: its events, or a panic with the
-/// failure's message, unless the failure is a known upstream finding not
-/// asked for ([`crate::history::quiet`]).
-pub fn settle(result: Checked<Events>) -> Events {
-    match result {
-        Ok(events) => events,
-        Err(f) if crate::history::quiet(&f) => Events::default(),
-        Err(f) => f.raise(),
+/// Parses a trace of one of the traceable `targets`; comments and blank
+/// lines are ignored.
+pub fn parse_trace(
+    text: &str,
+    targets: &'static [&'static dyn Target],
+) -> Result<Trace, ParseError> {
+    let (n, name, mut body) = crate::trace::header(text)?;
+    let target = traceable(targets)
+        .find(|t| t.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = traceable(targets).map(|t| t.name()).collect();
+            ParseError {
+                line: n,
+                message: format!("unknown target {name:?} (known: {})", known.join(", ")),
+            }
+        })?;
+    target.parse_body(&mut body)
+}
+
+/// The round-trip property of the trace format, over the traceable
+/// `targets`: bytes become a trace of the target the first byte picks,
+/// which must print and parse back to itself; and whatever text the bytes
+/// are, the parser answers without panicking. Concurrent programs come
+/// with an arbitrary schedule (no run).
+///
+/// # Panics
+///
+/// When print then parse, or parse then print, is not the identity.
+pub fn roundtrip(data: &[u8], targets: &'static [&'static dyn Target]) {
+    let mut u = Unstructured::new(data);
+    let among: Vec<_> = traceable(targets).collect();
+    let pick = u8::arbitrary(&mut u).unwrap_or(0) as usize % among.len();
+    let Some(trace) = among[pick].arbitrary_trace(&mut u) else {
+        return;
+    };
+    let text = trace.to_string();
+    let parsed = parse_trace(&text, targets)
+        .unwrap_or_else(|e| panic!("printed trace does not parse: {e}\n{text}"));
+    assert_eq!(parsed, trace, "parse(print(trace)) differs:\n{text}");
+    assert_eq!(parsed.to_string(), text, "print(parse(text)) differs");
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = parse_trace(text, targets);
     }
+}
+
+/// Runs a target on raw bytes and panics at the first failure, as a fuzz
+/// target must (a known upstream finding ends the run quietly unless
+/// `IDPOOL_HISTORY` asks for it: see [`history::settle`]).
+pub fn fuzz(target: &dyn Target, data: &[u8]) -> Events {
+    history::settle(target.run(data))
 }

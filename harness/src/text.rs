@@ -154,7 +154,7 @@ pub mod limits {
     /// how many there are; `corrupt clear #k` too) and a pool `commit k`.
     pub const INDEX: u64 = u8::MAX as u64;
     /// A handle of `start-from`: up to 2^18 (each bitmap flavour holds a
-    /// map of twice that; see [`crate::table_start`]).
+    /// map of twice that; see `handle_table`'s `start`).
     pub const START_HANDLE: u64 = 1 << 18;
     /// Handles of one `start-from` line: 1 to 6.
     pub const START_HANDLES: usize = 6;

@@ -7,7 +7,7 @@
 //! target in a campaign: the corpus holds what campaigns keep, and those
 //! findings are proved by the regressions that expect them.
 
-use idpool_harness::{check, history, registry, Events, Target};
+use idpool_harness::{check, history, targets, Events, Target};
 use std::path::{Path, PathBuf};
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -44,7 +44,7 @@ fn replay_file(target: &dyn Target, path: &Path) {
             }
             panic!(
                 "{name}: corpus file {} fails: {failure}\n\
-                 reproduce with `cargo fuzz run {name} {}`",
+                 reproduce with `cargo run -p triage -- repro {}`",
                 path.display(),
                 path.display()
             )
@@ -77,7 +77,7 @@ fn replay(target: &dyn Target) {
 
 #[test]
 fn every_target_replays_its_corpus() {
-    for target in registry::traceable() {
+    for target in targets::traceable() {
         match target.unavailable() {
             Some(reason) => println!("skipped the {} corpus replay: {reason}", target.name()),
             None => replay(target),

@@ -1,10 +1,10 @@
 //! The designs in the targets, on hand-written traces: each reaches what it
 //! is there for, and the trace forms name them.
 
-use idpool_harness::trace::Trace;
+use idpool_harness::targets::parse_trace;
 
 fn replay(text: &str) -> idpool_harness::Events {
-    let trace = Trace::parse(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
     assert_eq!(trace.to_string(), text, "print then parse is the identity");
     match trace.check() {
         Ok(events) => events,

@@ -78,7 +78,7 @@ fn upstream_grow_size_wraps_at_2_pow_31() {
         let kernel = KernelDBitmap::grow_nbits_for(nbits);
         assert_eq!(DBitmap::grow_nbits_for(nbits), kernel, "ours at {nbits}");
         assert_eq!(
-            idpool_harness::pool::CGrowSize::of(nbits).target,
+            idpool_harness::targets::pool_ops::CGrowSize::of(nbits).target,
             kernel,
             "model at {nbits}"
         );

@@ -5,7 +5,7 @@
 //! tree once per bug.)
 
 use idpool_harness::mutant::Mutant;
-use idpool_harness::registry;
+use idpool_harness::targets;
 use std::path::Path;
 
 #[test]
@@ -23,7 +23,7 @@ fn every_planted_bug_applies_to_the_current_tree() {
         let name = spec.file_stem().unwrap().to_string_lossy();
         let result = Mutant::parse(&std::fs::read_to_string(spec).unwrap()).and_then(|m| {
             m.apply(&root, false)?;
-            if let Some(t) = m.targets.iter().find(|t| registry::target(t).is_none()) {
+            if let Some(t) = m.targets.iter().find(|t| targets::target(t).is_none()) {
                 return Err(format!("unknown target {t}"));
             }
             Ok(m)
@@ -32,7 +32,7 @@ fn every_planted_bug_applies_to_the_current_tree() {
             Err(e) => problems.push(format!("{name}: {e}")),
             Ok(_) => {
                 let file = format!("planted-{name}.trace");
-                let promoted = registry::TARGETS.iter().any(|t| {
+                let promoted = targets::TARGETS.iter().any(|t| {
                     let dir = root.join("corpus/regressions").join(t.name());
                     dir.join(&file).is_file()
                 });

@@ -13,7 +13,7 @@
 //! the same operations with the version lines removed (mainline) and must
 //! pass.
 
-use idpool_harness::trace::Trace;
+use idpool_harness::targets::{self, parse_trace};
 use idpool_harness::{check, files};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -42,8 +42,7 @@ fn expects_failure(path: &Path) -> bool {
 /// Replays an expecting trace's operations on mainline: they must pass.
 fn replay_on_mainline(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let trace =
-        Trace::parse(&on_mainline(&text)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let trace = parse_trace(&on_mainline(&text)).map_err(|e| format!("{}: {e}", path.display()))?;
     match check::catching(|| trace.check()) {
         Ok(_) => Ok(()),
         Err(failure) => Err(format!(
@@ -58,7 +57,7 @@ fn replay_on_mainline(path: &Path) -> Result<(), Failed> {
 /// Parses and replays one trace; the error names the triage command.
 fn replay(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let trace = Trace::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let trace = parse_trace(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let dir = path
         .parent()
         .and_then(Path::file_name)
@@ -71,7 +70,7 @@ fn replay(path: &Path) -> Result<(), Failed> {
         .find_map(|l| l.trim().strip_prefix("# expect:"))
         .map(str::trim);
     match (check::catching(|| trace.check()), expect) {
-        (Err(failure), Some(sig)) if failure.signature() == sig => Ok(()),
+        (Err(failure), Some(sig)) if failure.signature().to_string() == sig => Ok(()),
         (Err(failure), Some(sig)) => Err(format!(
             "{}: expected the failure {sig}, got {}: {}",
             path.display(),
@@ -109,7 +108,7 @@ fn main() {
             // A target that cannot run here (the kernel's header missing)
             // is listed as ignored, with the reason printed once below.
             let target = name.split('/').next().unwrap_or_default().to_owned();
-            let skip = idpool_harness::registry::target(&target).and_then(|t| t.unavailable());
+            let skip = targets::target(&target).and_then(|t| t.unavailable());
             let path = path.clone();
             Trial::test(name, move || replay(&path)).with_ignored_flag(skip.is_some())
         })
@@ -134,7 +133,7 @@ fn main() {
             }),
     );
     // On stderr: stdout is the test list that a runner (nextest) reads.
-    for target in idpool_harness::registry::traceable() {
+    for target in targets::traceable() {
         if let Some(reason) = target.unavailable() {
             eprintln!("skipped the {} regressions: {reason}", target.name());
         }

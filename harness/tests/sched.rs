@@ -1,14 +1,18 @@
 //! The scheduler replays exactly, and finds what it is for.
 
-use idpool_harness::sched::{self, ByteChooser, Decision, Pool, Program, Replay, ThreadOp};
+use idpool_harness::sched::{ByteChooser, Decision, Replay};
+use idpool_harness::targets::concurrent_resize::{self as sched, Pool, Program, ThreadOp};
 use idpool_harness::{history, seeds};
+
+/// The target these runs are for.
+const TARGET: &str = "concurrent_resize";
 
 #[test]
 fn same_input_same_schedule() {
     for seed in 0..500 {
         let data = seeds::input(seed);
-        let first = sched::concurrent_resize(&data);
-        let second = sched::concurrent_resize(&data);
+        let first = sched::run_bytes(TARGET, &data);
+        let second = sched::run_bytes(TARGET, &data);
         assert_eq!(first, second, "seed {seed}");
         // A failure may only be a known upstream bug of a historical version.
         if let Err(f) = first {
@@ -24,7 +28,7 @@ fn a_recorded_schedule_replays_to_the_same_run() {
         let Some((program, u)) = sched::decode(&data) else {
             continue;
         };
-        let recorded = match sched::run(&program, &mut ByteChooser::new(u)) {
+        let recorded = match sched::run(TARGET, &program, &mut ByteChooser::new(u)) {
             Ok(recorded) => recorded,
             Err(f) if history::Finding::of(&f).is_some() => continue,
             Err(f) => panic!("seed {seed}: {f}"),
@@ -38,7 +42,7 @@ fn a_recorded_schedule_replays_to_the_same_run() {
                 fail: s.failed,
             })
             .collect();
-        let replayed = sched::run(&program, &mut Replay(decisions.iter())).unwrap();
+        let replayed = sched::run(TARGET, &program, &mut Replay(decisions.iter())).unwrap();
         assert_eq!(recorded, replayed, "seed {seed}: {program:?}");
     }
 }
@@ -65,6 +69,7 @@ fn two_threads_insert_one_node_across_a_grow() {
     // t0 grow-alloc, t1 grow-alloc, t0 grow-commit, t1 grow-commit.
     let bytes = [0u8, 1, 0, 1, 0, 1, 0, 1, 0, 0];
     let out = sched::run(
+        TARGET,
         &program,
         &mut ByteChooser::new(arbitrary::Unstructured::new(&bytes)),
     )
@@ -97,6 +102,7 @@ fn a_burst_holds_a_thread_in_its_window() {
     };
     let bytes = [1u8, 1, 1, 1, 0b1000];
     let out = sched::run(
+        TARGET,
         &program,
         &mut ByteChooser::new(arbitrary::Unstructured::new(&bytes)),
     )
@@ -143,9 +149,9 @@ fn a_death_in_an_inserts_window_follows_each_versions_rule() {
             thread,
             fail: false,
         });
-        let out = sched::run(&program, &mut Replay(decisions.iter()))
+        let out = sched::run(TARGET, &program, &mut Replay(decisions.iter()))
             .unwrap_or_else(|f| panic!("{version}: {f}"));
-        let e = idpool_harness::sched_events(&out);
+        let e = out.events();
         assert_eq!(e.killed_in_window, 1, "{version}: {e:?}");
         assert_eq!(e.dead_refused, u32::from(refused), "{version}: {e:?}");
         assert_eq!(e.dead_inserted, u32::from(!refused), "{version}: {e:?}");

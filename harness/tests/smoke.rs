@@ -2,19 +2,27 @@
 //! pseudo-random inputs, must not fail, and must reach the paths that make
 //! the campaign worth running.
 
-use idpool_harness::{seeds, Events};
+use idpool_harness::{registry, seeds, targets, Events, Target};
 
-fn run_many(inputs: u64, run: impl Fn(&[u8]) -> Events) -> Events {
+/// Target `name`, from the list.
+fn target(name: &str) -> &'static dyn Target {
+    targets::target(name).unwrap_or_else(|| panic!("no target {name}"))
+}
+
+/// Runs target `name` on `inputs` seeded inputs, as a fuzz target does
+/// (panicking at a failure); the paths they took, together.
+fn run_many(inputs: u64, name: &str) -> Events {
+    let target = target(name);
     let mut total = Events::default();
     for seed in 0..inputs {
-        total.merge(run(&seeds::input(seed)));
+        total.merge(registry::fuzz(target, &seeds::input(seed)));
     }
     total
 }
 
 #[test]
 fn pool_ops_reaches_the_interesting_paths() {
-    let e = run_many(3000, idpool_harness::pool_ops);
+    let e = run_many(3000, "pool_ops");
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -32,7 +40,7 @@ fn pool_ops_reaches_the_interesting_paths() {
 
 #[test]
 fn dbitmap_ops_reaches_the_interesting_paths() {
-    let e = run_many(3000, idpool_harness::dbitmap_ops);
+    let e = run_many(3000, "dbitmap_ops");
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -49,7 +57,7 @@ fn dbitmap_ops_reaches_the_interesting_paths() {
 
 #[test]
 fn handle_table_reaches_the_interesting_paths() {
-    let e = run_many(3000, idpool_harness::handle_table);
+    let e = run_many(3000, "handle_table");
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
     assert!(e.alloc_failed > 0, "{e:?}");
@@ -67,9 +75,10 @@ fn handle_table_reaches_the_interesting_paths() {
 
 #[test]
 fn concurrent_resize_interleaves_resizes() {
-    let mut e = run_many(3000, idpool_harness::concurrent_resize);
-    for data in seeds::crafted("concurrent_resize") {
-        e.merge(idpool_harness::concurrent_resize(&data));
+    let concurrent = target("concurrent_resize");
+    let mut e = run_many(3000, "concurrent_resize");
+    for data in concurrent.crafted() {
+        e.merge(registry::fuzz(concurrent, &data));
     }
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -100,10 +109,11 @@ fn concurrent_resize_interleaves_resizes() {
 /// Rust pool and on the C one.
 #[test]
 fn crafted_concurrent_seeds_reach_their_interleavings() {
-    let crafted = seeds::crafted("concurrent_resize");
+    let concurrent = target("concurrent_resize");
+    let crafted = concurrent.crafted();
     assert_eq!(crafted.len(), 4);
     for (i, data) in crafted.iter().enumerate() {
-        let e = idpool_harness::concurrent_resize(data);
+        let e = registry::fuzz(concurrent, data);
         match i % 2 {
             0 => assert!(e.manager_grow_zero_moved > 0, "seed {i}: {e:?}"),
             _ => assert!(e.manager_grow_other_manager > 0, "seed {i}: {e:?}"),
@@ -114,7 +124,7 @@ fn crafted_concurrent_seeds_reach_their_interleavings() {
 /// Every pool of the concurrent target runs in the seeded inputs.
 #[test]
 fn concurrent_resize_runs_every_pool() {
-    use idpool_harness::sched::{decode, Pool};
+    use idpool_harness::targets::concurrent_resize::{decode, Pool};
     let mut seen = Vec::new();
     for seed in 0..300 {
         if let Some((program, _)) = decode(&seeds::input(seed)) {
@@ -134,26 +144,22 @@ fn concurrent_resize_runs_every_pool() {
     }
 }
 
-/// The scripts read the target list from the `targets` binary; the glue
-/// files and manifests must agree with the registry.
+/// Adding a target is what the README says: every target in the list has
+/// its glue for each engine `Target::engines` names and no other, each glue
+/// file is the same few lines calling `idpool_harness::fuzz` with the
+/// target's name and nothing else (`Engine::glue`), libFuzzer's manifest
+/// has its `[[bin]]`, and it has its dictionary and (when it has a corpus)
+/// its corpus.
 #[test]
 fn every_target_has_its_glue_files() {
-    use idpool_harness::registry::{Engine, TARGETS};
+    use idpool_harness::registry::Engine;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
-    let manifests = [
-        read("fuzz/Cargo.toml"),
-        read("fuzz/afl/Cargo.toml"),
-        read("fuzz/honggfuzz/Cargo.toml"),
-    ];
-    for target in TARGETS {
+    let manifest = read("fuzz/Cargo.toml");
+    for target in idpool_harness::TARGETS {
         let name = target.name();
-        for (engine, dir, manifest) in [
-            (Engine::LibFuzzer, "fuzz/fuzz_targets", &manifests[0]),
-            (Engine::Afl, "fuzz/afl/src/bin", &manifests[1]),
-            (Engine::Honggfuzz, "fuzz/honggfuzz/src/bin", &manifests[2]),
-        ] {
-            let glue = root.join(dir).join(format!("{name}.rs"));
+        for engine in Engine::ALL {
+            let glue = root.join(engine.glue_dir()).join(format!("{name}.rs"));
             let wanted = target.engines().contains(&engine);
             assert_eq!(
                 glue.is_file(),
@@ -161,14 +167,20 @@ fn every_target_has_its_glue_files() {
                 "{}: {engine:?} glue",
                 glue.display()
             );
-            if engine == Engine::LibFuzzer {
-                let entry = format!("name = \"{name}\"");
-                assert!(
-                    manifest.contains(&entry),
-                    "fuzz/Cargo.toml lacks [[bin]] {name}"
+            if wanted {
+                assert_eq!(
+                    std::fs::read_to_string(&glue).unwrap(),
+                    engine.glue(name),
+                    "{}: the glue is `Engine::glue`'s, nothing else",
+                    glue.display()
                 );
             }
         }
+        let bin = format!("name = \"{name}\"\npath = \"fuzz_targets/{name}.rs\"");
+        assert!(
+            manifest.contains(&bin),
+            "fuzz/Cargo.toml lacks [[bin]] {name}"
+        );
         let dict = root.join(format!("fuzz/dict/{name}.dict"));
         assert!(dict.is_file(), "{} is missing", dict.display());
         if let Some(text) = target.dictionary() {
@@ -182,6 +194,37 @@ fn every_target_has_its_glue_files() {
         let corpus = root.join("corpus").join(name);
         assert_eq!(corpus.is_dir(), target.has_corpus(), "{}", corpus.display());
     }
+    // No glue file for a target the list does not have.
+    for engine in Engine::ALL {
+        for entry in std::fs::read_dir(root.join(engine.glue_dir())).unwrap() {
+            let path = entry.unwrap().path();
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            assert!(
+                targets::target(stem).is_some(),
+                "{}: glue for no target of the list",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The engines' one entry runs the registry's target by name, and a name
+/// the list does not have is refused with the names it has.
+#[test]
+fn the_engines_entry_runs_the_target_it_names() {
+    for seed in 0..50 {
+        idpool_harness::fuzz("pool_ops", &seeds::input(seed));
+    }
+    let refused = std::panic::catch_unwind(|| idpool_harness::fuzz("no_such_target", &[1, 2]));
+    let payload = refused.expect_err("an unknown target");
+    let message = payload.downcast_ref::<String>().expect("a message");
+    assert!(
+        message.contains("no target \"no_such_target\"") && message.contains("pool_ops"),
+        "{message}"
+    );
 }
 
 /// No script keeps a list of targets of its own: they ask the `targets`
@@ -264,12 +307,13 @@ fn a_missing_need_is_one_line() {
 
 #[test]
 fn kernel_dbitmap_reaches_the_interesting_paths() {
-    if let Some(reason) = idpool_harness::kernel::unavailable() {
+    let kernel = target("kernel_dbitmap");
+    if let Some(reason) = kernel.unavailable() {
         println!("skipped kernel_dbitmap: {reason}");
         return;
     }
-    println!("{}", idpool_harness::kernel::provenance());
-    let e = run_many(1000, idpool_harness::kernel_dbitmap);
+    println!("{}", kernel.provenance().expect("the header's provenance"));
+    let e = run_many(1000, "kernel_dbitmap");
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -283,7 +327,7 @@ fn kernel_dbitmap_reaches_the_interesting_paths() {
 
 #[test]
 fn binder_commands_reaches_the_interesting_paths() {
-    use idpool_harness::commands::{run_counting, CmdProgram};
+    use idpool_harness::targets::binder_commands::{run_counting, CmdProgram};
     let mut e = Events::default();
     for seed in 0..3000 {
         let program = CmdProgram::decode(&seeds::input(seed));

@@ -1,20 +1,20 @@
 //! The trace format: print then parse is the identity, bad input gets a
 //! clear error, and a trace replays the same run as its bytes.
 
-use idpool_harness::sched::ConcurrentTrace;
-use idpool_harness::trace::{roundtrip, Trace};
-use idpool_harness::{registry, seeds};
+use idpool_harness::targets::concurrent_resize::ConcurrentTrace;
+use idpool_harness::targets::{self, parse_trace};
+use idpool_harness::{registry, seeds, TARGETS};
 
 #[test]
 fn print_then_parse_is_the_identity() {
     for seed in 0..4000 {
-        roundtrip(&seeds::input(seed));
+        registry::roundtrip(&seeds::input(seed), TARGETS);
     }
 }
 
 #[test]
 fn a_trace_replays_like_its_bytes() {
-    for target in registry::traceable() {
+    for target in targets::traceable() {
         if let Some(reason) = target.unavailable() {
             println!("skipped {}: {reason}", target.name());
             continue;
@@ -22,12 +22,12 @@ fn a_trace_replays_like_its_bytes() {
         let target = target.name();
         for seed in 0..200 {
             let data = seeds::input(seed);
-            let trace = Trace::from_bytes(target, &data).unwrap();
+            let trace = targets::trace_from_bytes(target, &data).unwrap();
             let text = trace.to_string();
-            let parsed = Trace::parse(&text).unwrap();
+            let parsed = parse_trace(&text).unwrap();
             assert_eq!(
                 parsed.replay(),
-                registry::fuzz(registry::target(target).unwrap(), &data),
+                registry::fuzz(targets::target(target).unwrap(), &data),
                 "{target} seed {seed}:\n{text}"
             );
         }
@@ -48,7 +48,7 @@ thread insert n1; release #0
 thread insert n1 manager; inc #2; release-prefill #5; insert-many 33
 schedule t0*3 t1 t0! t1
 ";
-    let trace = Trace::parse(text).unwrap();
+    let trace = parse_trace(text).unwrap();
     assert_eq!(trace.target(), "concurrent_resize");
     assert_eq!(trace.len(), 7);
     let concurrent = trace.body().downcast_ref::<ConcurrentTrace>().unwrap();
@@ -98,7 +98,7 @@ fn bad_traces_are_refused_with_the_line() {
         ),
     ];
     for (text, expected) in cases {
-        let err = Trace::parse(text).expect_err(text).to_string();
+        let err = parse_trace(text).expect_err(text).to_string();
         assert!(
             err.contains(expected),
             "{text:?}: got {err:?}, expected it to contain {expected:?}"
@@ -106,44 +106,33 @@ fn bad_traces_are_refused_with_the_line() {
     }
 }
 
-/// The fuzz targets take their decoded program as their argument: it must
-/// decode exactly as the bytes do, and print as trace text.
+/// A trace shows what its bytes decode to: an op-list target's operations
+/// as `registry::decode` reads them, `handle_table`'s program (the
+/// versions its header picks, then its operations), which runs as the
+/// bytes do.
 #[test]
-fn typed_inputs_decode_like_the_bytes() {
-    use arbitrary::{Arbitrary, Unstructured};
-    use idpool_harness::input::{Concurrent, Ops};
-    use idpool_harness::pool::PoolOp;
-    use idpool_harness::table_target::TableProgram;
-    use idpool_harness::targets::{DBITMAP_OPS, POOL_OPS};
+fn a_trace_shows_what_its_bytes_decode_to() {
+    use idpool_harness::registry::decode;
+    use idpool_harness::targets::handle_table::TableProgram;
+    use idpool_harness::targets::pool_ops::PoolOp;
+    use idpool_harness::text::Text;
+    let table = targets::target("handle_table").unwrap();
     for seed in 0..300 {
         let data = seeds::input(seed);
-        let u = || Unstructured::new(&data);
-        let pool = Ops::<PoolOp>::arbitrary_take_rest(u()).unwrap();
-        assert_eq!(
-            pool.0,
-            idpool_harness::decode::<PoolOp>(&data),
+        let ops: String = (decode::<PoolOp>(&data).iter())
+            .map(|op| format!("{}\n", Text(op)))
+            .collect();
+        for name in ["pool_ops", "dbitmap_ops"] {
+            let trace = targets::trace_from_bytes(name, &data).unwrap().to_string();
+            assert!(trace.ends_with(&ops), "{name} seed {seed}:\n{trace}");
+        }
+        let program = TableProgram::decode(&data);
+        let trace = targets::trace_from_bytes("handle_table", &data).unwrap();
+        assert!(
+            trace.to_string().ends_with(&program.to_string()),
             "seed {seed}"
         );
-        assert_eq!(POOL_OPS.fuzz(&pool), idpool_harness::pool_ops(&data));
-        assert_eq!(DBITMAP_OPS.fuzz(&pool), idpool_harness::dbitmap_ops(&data));
-        let table = TableProgram::arbitrary_take_rest(u()).unwrap();
-        assert_eq!(table, TableProgram::decode(&data), "seed {seed}");
-        assert_eq!(table.fuzz(), idpool_harness::handle_table(&data));
-        let trace = Trace::from_bytes("handle_table", &data)
-            .unwrap()
-            .to_string();
-        assert!(trace.ends_with(&table.to_string()), "seed {seed}");
-        let concurrent = Concurrent::arbitrary_take_rest(u()).unwrap();
-        assert_eq!(concurrent.fuzz(), idpool_harness::concurrent_resize(&data));
-        // The Debug text is the trace's body.
-        let trace = Trace::from_bytes("pool_ops", &data).unwrap().to_string();
-        assert!(trace.ends_with(&format!("{pool:?}")), "seed {seed}");
-        let trace = Trace::from_bytes("concurrent_resize", &data)
-            .unwrap()
-            .to_string();
-        if concurrent.program.is_some() {
-            assert!(trace.ends_with(&format!("{concurrent:?}")), "seed {seed}");
-        }
+        assert_eq!(program.run("handle_table"), table.run(&data), "seed {seed}");
     }
 }
 
@@ -162,7 +151,7 @@ insert-many 40
 dec highest
 drop-all fifo
 ";
-    let trace = Trace::parse(text).unwrap();
+    let trace = parse_trace(text).unwrap();
     assert_eq!(trace.len(), 6);
     let canonical = text.to_string();
     assert_eq!(trace.to_string(), canonical);

@@ -1,4 +1,4 @@
-//! The kernel's dbitmap, through the wrapper, against SPEC.md's "dbitmap ...
+//! The kernel's dbitmap, through the wrapper, against `docs/spec.md`'s "dbitmap ...
 //! as in mainline today"; and no map leaks (the shim counts allocations).
 
 mod common;
@@ -89,7 +89,7 @@ fn grow_commit_checks_stale_or_disabled_before_null() {
     d.grow(KernelDBitmap::zalloc(64, Gfp::Kernel), 64);
     assert_eq!((d.nbits(), d.used_ids()), (128, vec![0, 63]));
     // A failed allocation for a grow that is no longer needed does not
-    // disable the map (SPEC: stale check first, then NULL).
+    // disable the map (docs/spec.md: stale check first, then NULL).
     d.grow(None, 128);
     assert!(d.enabled());
     assert_eq!(d.nbits(), 128);

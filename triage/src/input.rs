@@ -1,7 +1,7 @@
 //! Reading what the user hands us: a trace, or raw bytes from any engine.
 
 use idpool_harness::check;
-use idpool_harness::registry;
+use idpool_harness::targets;
 use idpool_harness::trace::{Trace, MAGIC};
 use std::path::Path;
 
@@ -11,7 +11,7 @@ use std::path::Path;
 /// Every error is one line naming the file and the problem.
 pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     let trace = load_any(path, target)?;
-    match registry::target(trace.target()).and_then(|t| t.unavailable()) {
+    match targets::target(trace.target()).and_then(|t| t.unavailable()) {
         Some(reason) => Err(format!(
             "{}: {} cannot run here: {reason}",
             path.display(),
@@ -22,7 +22,7 @@ pub fn load(path: &Path, target: Option<&str>) -> Result<Trace, String> {
 }
 
 /// [`load`], whether or not the target can run here.
-fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
+pub fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     let shown = path.display();
     if path.is_dir() {
         return Err(format!("{shown}: is a directory, expected a file"));
@@ -40,7 +40,7 @@ fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     if data.starts_with(MAGIC.as_bytes()) || commented_trace {
         let text =
             std::str::from_utf8(&data).map_err(|_| format!("{shown}: a trace, but not UTF-8"))?;
-        let trace = Trace::parse(text).map_err(|e| format!("{shown}: {e}"))?;
+        let trace = targets::parse_trace(text).map_err(|e| format!("{shown}: {e}"))?;
         if let Some(t) = target.filter(|&t| t != trace.target()) {
             return Err(format!(
                 "{shown}: a {} trace, but --target says {t}",
@@ -54,13 +54,14 @@ fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
         None => infer_target(path).ok_or_else(|| {
             format!(
                 "{shown}: raw bytes, and the path does not name a target: pass --target (one of {})",
-                registry::traceable_names()
+                targets::traceable_names()
             )
         })?,
     };
     // A concurrent input is run once to record its schedule; it may well
     // fail, and its panic message would only be noise here.
-    let trace = check::quietly(|| Trace::from_bytes(target, &data)).expect("a known target");
+    let trace =
+        check::quietly(|| targets::trace_from_bytes(target, &data)).expect("a known target");
     if trace.is_empty() {
         return Err(format!(
             "{shown}: {} bytes that decode to no {target} operation (truncated input?)",
@@ -72,11 +73,11 @@ fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
 
 /// `name` if it is a target.
 pub fn known(name: &str) -> Result<&'static str, String> {
-    registry::traceable()
+    targets::traceable()
         .find(|t| t.name() == name)
         .map(|t| t.name())
         .ok_or_else(|| {
-            let known = registry::traceable_names();
+            let known = targets::traceable_names();
             format!("unknown target '{name}' (known: {known})")
         })
 }
@@ -84,7 +85,7 @@ pub fn known(name: &str) -> Result<&'static str, String> {
 fn infer_target(path: &Path) -> Option<&'static str> {
     path.ancestors()
         .filter_map(|p| p.file_name()?.to_str())
-        .find_map(|name| registry::traceable().find(|t| t.name() == name))
+        .find_map(|name| targets::traceable().find(|t| t.name() == name))
         .map(|t| t.name())
 }
 
@@ -124,11 +125,4 @@ pub fn resource_finding(path: &Path, target: Option<&str>) -> Option<String> {
         .or_else(|| infer_target(path))
         .unwrap_or("unknown-target");
     Some(format!("{target}/{kind}"))
-}
-
-/// Whether a group key comes from [`resource_finding`].
-pub fn is_resource_key(key: &str) -> bool {
-    RESOURCE_KINDS
-        .iter()
-        .any(|(_, kind)| key.strip_suffix(kind).is_some_and(|t| t.ends_with('/')))
 }

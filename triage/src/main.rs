@@ -3,15 +3,21 @@
 //!
 //! ```text
 //! triage repro <file> [--target T]        replay side by side, stop at the first divergence
+//! triage show <file> [--target T]         the input as a trace
 //! triage minimize <file> [-o out.trace]   shortest history that fails the same way
 //! triage dedup <dir>                      group artifacts by how the oracle failed
 //! triage promote <file> --name N          minimise into corpus/regressions/<target>/N.trace
 //! triage report <dir>                     groups, sizes and minimised lengths, as Markdown
+//! triage states --target T <dir>...       distinct abstract states a corpus reaches, over time
 //! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
 //! ```
 //!
+//! `--json` (any command but `report` and `plot`) prints one JSON value
+//! instead of prose: what the scripts read.
+//!
 //! Inputs are never modified, and nothing existing is overwritten.
 
+mod groups;
 mod input;
 mod minimize;
 mod plot;
@@ -20,10 +26,12 @@ mod run;
 mod states;
 
 use clap::{Parser, Subcommand};
+use groups::{dedup, Group};
 use idpool_harness::check::Failure;
-use idpool_harness::registry;
+use idpool_harness::history::Finding;
+use idpool_harness::json::Json;
+use idpool_harness::targets;
 use idpool_harness::trace::Trace;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -36,6 +44,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print one JSON value instead of prose (not for `report`, `plot`).
+    #[arg(long, global = true)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -66,6 +77,15 @@ enum Command {
         #[arg(long)]
         target: Option<String>,
     },
+    /// Print an input as a trace (raw bytes decoded, nothing run but a
+    /// concurrent program's schedule).
+    Show {
+        /// A trace, or raw bytes from any engine.
+        file: PathBuf,
+        /// The target of raw bytes, when the path does not name it.
+        #[arg(long)]
+        target: Option<String>,
+    },
     /// Shrink a failing input to the shortest history with the same failure signature.
     Minimize {
         /// A trace, or raw bytes from any engine.
@@ -73,7 +93,7 @@ enum Command {
         /// The target of raw bytes, when the path does not name it.
         #[arg(long)]
         target: Option<String>,
-        /// Where to write the minimised trace (default: <file>.min.trace).
+        /// Where to write the minimised trace (default: `<file>.min.trace`).
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -138,8 +158,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.json;
     let result = match cli.command {
-        Command::Repro { file, target } => repro(&file, target.as_deref()),
+        Command::Repro { file, target } => repro(&file, target.as_deref(), json),
+        Command::Show { file, target } => show(&file, target.as_deref(), json),
         Command::RealKernel {
             paths,
             driver,
@@ -150,9 +172,9 @@ fn main() -> ExitCode {
             file,
             target,
             output,
-        } => minimize_cmd(&file, target.as_deref(), output),
+        } => minimize_cmd(&file, target.as_deref(), output, json),
         Command::Dedup { dir, target } => dedup(&dir, target.as_deref()).map(|groups| {
-            print_groups(&groups);
+            groups::print(&groups, json);
             ExitCode::SUCCESS
         }),
         Command::Promote {
@@ -161,14 +183,15 @@ fn main() -> ExitCode {
             root_cause,
             target,
             regressions,
-        } => promote(
-            &file,
-            &name,
-            root_cause.as_deref(),
-            target.as_deref(),
-            &regressions,
-        ),
-        Command::Report { dir, target } => report(&dir, target.as_deref()),
+        } => {
+            let promotion = Promotion {
+                name: &name,
+                root_cause: root_cause.as_deref(),
+                regressions: &regressions,
+            };
+            promote(&file, target.as_deref(), &promotion, json)
+        }
+        Command::Report { dir, target } => groups::report(&dir, target.as_deref()),
         Command::Plot {
             logs,
             output,
@@ -178,7 +201,7 @@ fn main() -> ExitCode {
             target,
             dirs,
             since,
-        } => states_cmd(&target, &dirs, since),
+        } => states::command(&target, &dirs, since, json),
     };
     result.unwrap_or_else(|e| {
         eprintln!("triage: {e}");
@@ -196,43 +219,64 @@ fn failing(trace: &Trace, path: &Path) -> Result<Failure, String> {
     }
 }
 
-fn repro(file: &Path, target: Option<&str>) -> Result<ExitCode, String> {
+fn repro(file: &Path, target: Option<&str>, json: bool) -> Result<ExitCode, String> {
     let trace = input::load(file, target)?;
+    let provenance = targets::target(trace.target()).and_then(|t| t.provenance());
+    let resource = input::resource_finding(file, target);
+    let (lines, result) = run::narrated(&trace);
+    let code = match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    };
+    if json {
+        let value = Json::Obj(vec![
+            ("target", Json::str(trace.target())),
+            ("operations", Json::int(trace.len())),
+            ("provenance", Json::opt_str(provenance)),
+            ("passes", Json::Bool(result.is_ok())),
+            (
+                "events",
+                result.as_ref().map_or(Json::Null, run::events_json),
+            ),
+            (
+                "failure",
+                result
+                    .as_ref()
+                    .err()
+                    .map_or(Json::Null, |f| run::failure_json(f)),
+            ),
+        ]);
+        println!("{value}");
+        return Ok(code);
+    }
     println!("{} ({} operations)", trace.target(), trace.len());
-    if let Some(line) = registry::target(trace.target()).and_then(|t| t.provenance()) {
+    if let Some(line) = provenance {
         println!("{line}");
     }
-    if let Some(kind) = input::resource_finding(file, target) {
+    if let Some(kind) = resource {
         println!("note: a libFuzzer {kind} artifact: this replay may hang or exhaust memory too");
     }
-    let (lines, result) = run::narrated(&trace);
-    for line in &lines {
-        let indent = if line.starts_with("step ") || line.starts_with('t') {
-            ""
-        } else {
-            "    "
-        };
-        println!("{indent}{line}");
-    }
-    match result {
-        Ok(events) => {
-            let reached: Vec<_> = events
-                .counts()
-                .into_iter()
-                .filter(|&(_, n)| n > 0)
-                .collect();
-            println!("PASS: allocator and model agree at every step; paths reached: {reached:?}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(f) => {
-            println!("FAIL at step {} [{}]", f.step, f.signature());
-            println!("    {}", f.message.replace('\n', "\n    "));
-            println!("    meaning: {}", run::explain(&f));
-            Ok(ExitCode::FAILURE)
-        }
-    }
+    run::print_narration(&lines);
+    run::print_verdict(&result);
+    Ok(code)
 }
 
+fn show(file: &Path, target: Option<&str>, json: bool) -> Result<ExitCode, String> {
+    let trace = input::load_any(file, target)?;
+    if json {
+        let value = Json::Obj(vec![
+            ("target", Json::str(trace.target())),
+            ("operations", Json::int(trace.len())),
+            ("trace", Json::str(trace.to_string())),
+        ]);
+        println!("{value}");
+    } else {
+        print!("{trace}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A failing input, its minimised trace, and the failure they share.
 fn minimized(file: &Path, target: Option<&str>) -> Result<(Trace, Trace, Failure), String> {
     let trace = input::load(file, target)?;
     let failure = failing(&trace, file)?;
@@ -268,10 +312,27 @@ fn write_new(path: &Path, text: &str) -> Result<(), String> {
         .map_err(|e| format!("{}: cannot write: {e}", path.display()))
 }
 
+/// What a minimised or promoted trace is, for `--json`: where it went, its
+/// length before and after, and the failure it keeps.
+fn written_json(path: &Path, from: &Trace, min: &Trace, failure: &Failure) -> Json {
+    Json::Obj(vec![
+        ("path", Json::str(path.display().to_string())),
+        ("target", Json::str(min.target())),
+        ("from", Json::int(from.len())),
+        ("operations", Json::int(min.len())),
+        ("signature", Json::str(failure.signature().to_string())),
+        (
+            "finding",
+            Json::opt_str(Finding::of(failure).map(Finding::name)),
+        ),
+    ])
+}
+
 fn minimize_cmd(
     file: &Path,
     target: Option<&str>,
     output: Option<PathBuf>,
+    json: bool,
 ) -> Result<ExitCode, String> {
     let output = output.unwrap_or_else(|| {
         let mut name = file.file_name().unwrap_or_default().to_os_string();
@@ -284,9 +345,9 @@ fn minimize_cmd(
             output.display()
         ));
     }
-    let (_, min, failure) = minimized(file, target)?;
+    let (trace, min, failure) = minimized(file, target)?;
     // The known upstream finding it is, if any (`ci/history.sh` reads it).
-    let finding = match idpool_harness::history::Finding::of(&failure) {
+    let finding = match Finding::of(&failure) {
         Some(finding) => format!("# finding: {}\n", finding.name()),
         None => String::new(),
     };
@@ -294,61 +355,11 @@ fn minimize_cmd(
         &output,
         &format!("# signature: {}\n{finding}{min}", failure.signature()),
     )?;
-    println!("{}", output.display());
+    match json {
+        true => println!("{}", written_json(&output, &trace, &min, &failure)),
+        false => println!("{}", output.display()),
+    }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Signature (or "passes", "unreadable: …", "<target>/timeout",
-/// "<target>/oom") -> files, smallest first.
-type Groups = BTreeMap<String, Vec<(u64, PathBuf)>>;
-
-fn dedup(dir: &Path, target: Option<&str>) -> Result<Groups, String> {
-    let files = input::files_under(dir)?;
-    if files.is_empty() {
-        return Err(format!("{}: no files to triage", dir.display()));
-    }
-    let mut groups = Groups::new();
-    for (i, path) in files.iter().enumerate() {
-        eprint!("\rdedup: {}/{}", i + 1, files.len());
-        let key = match input::resource_finding(path, target) {
-            Some(key) => key,
-            None => replay_key(path, target),
-        };
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        groups.entry(key).or_default().push((size, path.clone()));
-    }
-    eprintln!();
-    for files in groups.values_mut() {
-        files.sort();
-    }
-    Ok(groups)
-}
-
-/// The group of an input found by replaying it: its failure's signature,
-/// `passes`, or `unreadable: …`.
-fn replay_key(path: &Path, target: Option<&str>) -> String {
-    match input::load(path, target) {
-        Err(e) => format!(
-            "unreadable: {}",
-            e.split(": ").skip(1).collect::<Vec<_>>().join(": ")
-        ),
-        Ok(trace) => match run::run(&trace) {
-            Ok(_) => "passes".to_string(),
-            Err(f) => f.signature(),
-        },
-    }
-}
-
-fn print_groups(groups: &Groups) {
-    let mut sorted: Vec<_> = groups.iter().collect();
-    sorted.sort_by_key(|(_, files)| std::cmp::Reverse(files.len()));
-    for (key, files) in sorted {
-        println!(
-            "{:>5}  {key}\n       e.g. {}",
-            files.len(),
-            files[0].1.display()
-        );
-    }
 }
 
 fn valid_name(name: &str) -> bool {
@@ -358,13 +369,25 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// What `promote` is asked for: the regression's name, its root cause,
+/// and the regressions directory.
+struct Promotion<'a> {
+    name: &'a str,
+    root_cause: Option<&'a str>,
+    regressions: &'a Path,
+}
+
 fn promote(
     file: &Path,
-    name: &str,
-    root_cause: Option<&str>,
     target: Option<&str>,
-    regressions: &Path,
+    promotion: &Promotion<'_>,
+    json: bool,
 ) -> Result<ExitCode, String> {
+    let Promotion {
+        name,
+        root_cause,
+        regressions,
+    } = *promotion;
     if !valid_name(name) {
         return Err(format!(
             "bad name {name:?}: use letters, digits, '-' and '_'"
@@ -386,10 +409,25 @@ fn promote(
             dest.display()
         ));
     }
-    let (_, min, failure) = minimized(file, target)?;
+    let (trace, min, failure) = minimized(file, target)?;
     std::fs::create_dir_all(dest.parent().unwrap())
         .map_err(|e| format!("{}: {e}", regressions.display()))?;
-    let header = format!(
+    let header = regression_header(file, &failure, root_cause);
+    write_new(&dest, &format!("{header}{min}"))?;
+    match json {
+        true => println!("{}", written_json(&dest, &trace, &min, &failure)),
+        false => println!("{} ({} operations)", dest.display(), min.len()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A promoted trace's header: signature, date, origin, the first line of
+/// the failure and the root cause; and, for a known upstream finding on a
+/// historical version, what the trace must keep doing there (the
+/// regression test expects it, and runs the same operations on mainline,
+/// where they must pass).
+fn regression_header(file: &Path, failure: &Failure, root_cause: Option<&str>) -> String {
+    let mut header = format!(
         "# signature: {}\n# promoted: {} from {}\n# failed with: {}\n# root cause: {}\n",
         failure.signature(),
         today(),
@@ -397,44 +435,14 @@ fn promote(
         shorten(failure.message.lines().next().unwrap_or_default(), 200),
         root_cause.unwrap_or("(not yet written)"),
     );
-    // A known upstream finding on a historical version is what the trace
-    // must keep doing there: the regression test expects it (and runs
-    // the same operations on mainline, where they must pass).
-    let expect = match idpool_harness::history::Finding::of(&failure) {
-        Some(finding) => format!(
+    if let Some(finding) = Finding::of(failure) {
+        header.push_str(&format!(
             "# finding: {} (a known upstream finding on the versions the trace names)\n# expect: {}\n",
             finding.name(),
             failure.signature()
-        ),
-        None => String::new(),
-    };
-    write_new(&dest, &format!("{header}{expect}{min}"))?;
-    println!("{} ({} operations)", dest.display(), min.len());
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report(dir: &Path, target: Option<&str>) -> Result<ExitCode, String> {
-    let groups = dedup(dir, target)?;
-    let total: usize = groups.values().map(Vec::len).sum();
-    println!("# Findings in {}\n", dir.display());
-    println!("{total} inputs, {} groups.\n", groups.len());
-    println!("| group | inputs | representative | minimised ops |");
-    println!("| --- | ---: | --- | ---: |");
-    for (key, files) in &groups {
-        let rep = &files[0].1;
-        let min = match key.as_str() {
-            "passes" => "-".to_string(),
-            k if k.starts_with("unreadable") || input::is_resource_key(k) => "-".to_string(),
-            _ => {
-                let trace = input::load(rep, target)?;
-                minimize::minimize(&trace, key, &mut |_, _| {})
-                    .len()
-                    .to_string()
-            }
-        };
-        println!("| {key} | {} | {} | {min} |", files.len(), rep.display());
+        ));
     }
-    Ok(ExitCode::SUCCESS)
+    header
 }
 
 fn plot_cmd(logs: &[String], output: &Path, metric: plot::Metric) -> Result<ExitCode, String> {
@@ -449,39 +457,6 @@ fn plot_cmd(logs: &[String], output: &Path, metric: plot::Metric) -> Result<Exit
         .collect::<Result<Vec<_>, _>>()?;
     plot::draw(&series, output, metric)?;
     println!("{}", output.display());
-    Ok(ExitCode::SUCCESS)
-}
-
-fn states_cmd(target: &str, dirs: &[PathBuf], since: Option<u64>) -> Result<ExitCode, String> {
-    let target = idpool_harness::registry::target(target)
-        .filter(|t| t.has_corpus())
-        .ok_or_else(|| {
-            format!(
-                "unknown target {target:?} (known: {})",
-                idpool_harness::registry::traceable_names()
-            )
-        })?;
-    let since = match since {
-        Some(secs) => std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
-        None => std::time::UNIX_EPOCH,
-    };
-    let growth = states::growth(target, dirs, since)?;
-    // Without --since, times count from the oldest file.
-    let origin = if since == std::time::UNIX_EPOCH {
-        growth.points.first().map_or(0.0, |p| p.0)
-    } else {
-        0.0
-    };
-    for (secs, count) in &growth.points {
-        println!("{} states: {count}", secs - origin);
-    }
-    let total = growth.points.last().map_or(0, |p| p.1);
-    eprintln!(
-        "{}: {total} distinct abstract states from {} inputs ({} of them end in a failure, known upstream findings included)",
-        target.name(),
-        growth.inputs,
-        growth.failing
-    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -510,4 +485,18 @@ fn today() -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + (month <= 2) as i64;
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// A group's minimised length, for `report`: the representative of a group
+/// of failures, minimised to the same signature.
+fn minimised_len(group: &Group, representative: &Path, target: Option<&str>) -> String {
+    let Group::Fails(signature) = group else {
+        return "-".to_string();
+    };
+    match input::load(representative, target) {
+        Ok(trace) => minimize::minimize(&trace, signature, &mut |_, _| {})
+            .len()
+            .to_string(),
+        Err(e) => e,
+    }
 }

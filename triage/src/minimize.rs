@@ -4,12 +4,17 @@
 //! none helps.
 
 use crate::run::run;
+use idpool_harness::check::Signature;
 use idpool_harness::trace::Trace;
 
 /// Minimises `trace`, which fails with `signature`. `progress` hears about
 /// every improvement.
-pub fn minimize(trace: &Trace, signature: &str, progress: &mut dyn FnMut(&str, &Trace)) -> Trace {
-    let mut same = |t: &Trace| matches!(run(t), Err(f) if f.signature() == signature);
+pub fn minimize(
+    trace: &Trace,
+    signature: &Signature,
+    progress: &mut dyn FnMut(&str, &Trace),
+) -> Trace {
+    let mut same = |t: &Trace| matches!(run(t), Err(f) if f.signature() == *signature);
     let mut best = trace.clone();
     loop {
         let next = best.shrink(&mut same);

@@ -13,8 +13,7 @@ use binder_vm::compare::{against_model, real_against_real, Mismatch};
 use binder_vm::replay::{replay_with, Kernel, Options, TraceRun};
 use binder_vm::Driver;
 use idpool::driver::Program;
-use idpool_harness::commands::{compare, CmdProgram};
-use idpool_harness::trace::Trace;
+use idpool_harness::targets::binder_commands::{compare, CmdProgram};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -98,7 +97,8 @@ fn load(paths: &[PathBuf], mainline: bool, sequential: bool) -> Result<Loaded, S
         let program = if f.extension().is_some_and(|e| e == "trace") {
             let text = String::from_utf8_lossy(&bytes);
             if text.lines().any(|l| l.trim() == "target binder_commands") {
-                let trace = Trace::parse(&text).map_err(|e| format!("{name}: {e}"))?;
+                let trace = idpool_harness::targets::parse_trace(&text)
+                    .map_err(|e| format!("{name}: {e}"))?;
                 trace
                     .body()
                     .downcast_ref::<CmdProgram>()

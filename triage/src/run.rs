@@ -1,6 +1,9 @@
-//! Running a trace and catching how it fails.
+//! Running a trace and catching how it fails; what a run says, as prose
+//! for `repro` and as JSON for the scripts.
 
-use idpool_harness::check::{self, Check, Checked, Failure};
+use idpool_harness::check::{self, Checked, Failure};
+use idpool_harness::history::Finding;
+use idpool_harness::json::Json;
 use idpool_harness::trace::Trace;
 use idpool_harness::Events;
 
@@ -19,68 +22,52 @@ pub fn narrated(trace: &Trace) -> (Vec<String>, Checked<Events>) {
     (lines, result)
 }
 
-/// What a failed check means, in plain words.
-pub fn explain(failure: &Failure) -> &'static str {
-    match failure.check {
-        Check::Panic(_) => {
-            "the allocator itself panicked (an assertion or an arithmetic overflow) at this step"
+/// The narration, each step's header flush left and its comparisons
+/// indented under it.
+pub fn print_narration(lines: &[String]) {
+    for line in lines {
+        let indent = if line.starts_with("step ") || line.starts_with('t') {
+            ""
+        } else {
+            "    "
+        };
+        println!("{indent}{line}");
+    }
+}
+
+/// `PASS` with the paths reached, or `FAIL` with the step, the signature,
+/// the message and what the failed check means.
+pub fn print_verdict(result: &Checked<Events>) {
+    match result {
+        Ok(events) => {
+            let reached: Vec<_> = (events.counts().into_iter())
+                .filter(|&(_, n)| n > 0)
+                .collect();
+            println!("PASS: allocator and model agree at every step; paths reached: {reached:?}");
         }
-        Check::Livelock => {
-            "a thread never finished its operation: the protocol can loop forever under this schedule"
-        }
-        Check::Invariant | Check::UsedIds | Check::ByHandle | Check::PoolBits | Check::ByNode => {
-            "the bitmap and the handle tree disagree: an id was lost (it could be issued twice) or leaked"
-        }
-        Check::PendingFailures => {
-            "the table made a different number of allocations than the model expects: an allocation skipped or made twice"
-        }
-        Check::Capacity | Check::BulkCapacity | Check::RequestedSize | Check::AllocationKept | Check::ResizerShape | Check::ResetSucceeds => {
-            "the pool's size differs from SPEC.md's grow/shrink policy: a resize committed when it should not have, or the other way round"
-        }
-        Check::HandleZero => {
-            "handle 0 belongs to the context manager, and another process's reference got it"
-        }
-        Check::KernelCrash => {
-            "the C driver gave a descriptor that refs_by_desc already holds and hit BUG(): a kernel crash"
-        }
-        Check::Warning => {
-            "the kernel logged a warning (WARN_ON, pr_err) the model did not expect, or did not log one it expected"
-        }
-        Check::VersionsDiffer => {
-            "two upstream versions run side by side on the same program behaved differently"
-        }
-        Check::Version => {
-            "a table or its pool follows another upstream version than the one it was built for"
-        }
-        Check::Death => {
-            "the table says its process is dead when it is alive, or alive when it is dead"
-        }
-        Check::Reclaimable => {
-            "the shrinker's count of reclaimable ids (count_objects) is not what its reclaim (scan_objects) would give back"
-        }
-        Check::FlavoursDisagree => {
-            "the table flavours (mainline's three and the designs) handed out different ids for the same history"
-        }
-        Check::DesignInvariant => {
-            "a design's own bookkeeping (the fast pool's summaries and counters, the augmented tree's shape) is broken"
-        }
-        Check::CeilingPoolBuilt | Check::CeilingPoolCapacity | Check::CeilingGrowRequest => {
-            "the 2^30-id ceiling (Rust) or the 32-bit grow size and its wrap at 2^31 (C) is not where SPEC.md puts it"
-        }
-        Check::AcquiredId | Check::FoundId | Check::BulkId | Check::Outcome | Check::Lookup => {
-            "the allocator's answer is not what the naive model expects: not the smallest free id, or not the right error"
-        }
-        Check::Kernel => {
-            "the kernel's own dbitmap.h and our DBitmap did different things on the same call; the message says which side the model stands with"
-        }
-        Check::Reads => {
-            "a process read other BR_* returns after a command than the driver's naive model expects"
-        }
-        Check::KernelLog => {
-            "the driver printed other kernel log lines than its naive model expects"
-        }
-        Check::DriversDiffer => {
-            "the C and the Rust driver showed userspace different things for the same commands; the message names the known difference, or none if it is new"
+        Err(f) => {
+            println!("FAIL at step {} [{}]", f.step, f.signature());
+            println!("    {}", f.message.replace('\n', "\n    "));
+            println!("    meaning: {}", f.check.meaning());
         }
     }
+}
+
+/// The paths a run reached, as a JSON object of nonzero counters.
+pub fn events_json(events: &Events) -> Json {
+    let reached = (events.counts().into_iter())
+        .filter(|&(_, n)| n > 0)
+        .map(|(name, n)| (name, Json::int(n)));
+    Json::Obj(reached.collect())
+}
+
+/// A failure as a JSON object ([`Failure::to_json`]), with the known
+/// upstream finding it is.
+pub fn failure_json(f: &Failure) -> Json {
+    let Json::Obj(mut fields) = f.to_json() else {
+        unreachable!("a failure is an object")
+    };
+    let finding = Finding::of(f).map(Finding::name);
+    fields.push(("finding", Json::opt_str(finding)));
+    Json::Obj(fields)
 }

@@ -7,10 +7,13 @@
 use idpool_harness::check;
 use idpool_harness::feedback;
 use idpool_harness::files;
+use idpool_harness::json::Json;
 use idpool_harness::registry::Target;
+use idpool_harness::targets;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The growth of the distinct states: (seconds since `since`, states so
 /// far), one point per second at which the count changed, plus the final
@@ -81,4 +84,56 @@ fn is_hidden(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with('.'))
+}
+
+/// `triage states`: the growth of the distinct states `dirs` reach on
+/// `target`, counted from `since` (Unix seconds; default the oldest
+/// file's time), one line `SECS states: N` per point, or (`json`) one
+/// JSON object of `target`, `inputs`, `failing`, `states` and `points`
+/// (`[seconds, states]` pairs).
+pub fn command(
+    target: &str,
+    dirs: &[PathBuf],
+    since: Option<u64>,
+    json: bool,
+) -> Result<ExitCode, String> {
+    let target = targets::target(target)
+        .filter(|t| t.has_corpus())
+        .ok_or_else(|| {
+            let known = targets::traceable_names();
+            format!("unknown target {target:?} (known: {known})")
+        })?;
+    let from = since.map_or(UNIX_EPOCH, |secs| UNIX_EPOCH + Duration::from_secs(secs));
+    let growth = growth(target, dirs, from)?;
+    // Without --since, times count from the oldest file.
+    let origin = match since {
+        None => growth.points.first().map_or(0.0, |p| p.0),
+        Some(_) => 0.0,
+    };
+    let total = growth.points.last().map_or(0, |p| p.1);
+    if json {
+        let points = growth
+            .points
+            .iter()
+            .map(|&(secs, count)| Json::Arr(vec![Json::Num(secs - origin), Json::int(count)]));
+        let value = Json::Obj(vec![
+            ("target", Json::str(target.name())),
+            ("inputs", Json::int(growth.inputs)),
+            ("failing", Json::int(growth.failing)),
+            ("states", Json::int(total)),
+            ("points", Json::Arr(points.collect())),
+        ]);
+        println!("{value}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (secs, count) in &growth.points {
+        println!("{} states: {count}", secs - origin);
+    }
+    eprintln!(
+        "{}: {total} distinct abstract states from {} inputs ({} of them end in a failure, known upstream findings included)",
+        target.name(),
+        growth.inputs,
+        growth.failing
+    );
+    Ok(ExitCode::SUCCESS)
 }

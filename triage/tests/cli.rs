@@ -128,17 +128,9 @@ fn timeout_and_oom_artifacts_are_grouped_without_a_replay() {
     assert!(out.contains("passes"), "{out}");
 }
 
-/// A trace is text a person may write: every number is checked against its
-/// op's documented range before anything runs, so a hand-written trace
-/// cannot make `repro` run for minutes or eat memory. Each case fails fast
-/// with one line naming the line and the allowed range, exit 2.
-#[test]
-fn out_of_range_values_are_refused_before_anything_runs() {
-    let dir = scratch("range");
-    let huge_ops = format!(
-        "idpool-trace v1\ntarget pool_ops\n{}",
-        "acquire 0\n".repeat(257)
-    );
+/// Out-of-range cases of the concurrent target's trace lines: (name,
+/// trace, the error it must give).
+fn concurrent_cases() -> Vec<(&'static str, String, &'static str)> {
     let many_threads = format!(
         "idpool-trace v1\ntarget concurrent_resize\npool idpool\n{}",
         "thread insert n1\n".repeat(5)
@@ -147,11 +139,7 @@ fn out_of_range_values_are_refused_before_anything_runs() {
         "idpool-trace v1\ntarget concurrent_resize\npool idpool\nthread {}\n",
         vec!["insert n1"; 17].join("; ")
     );
-    let table_ops = format!(
-        "idpool-trace v1\ntarget handle_table\nversion rust-v1\nversus c-v3\n{}",
-        "reclaim\n".repeat(257)
-    );
-    let cases: Vec<(&str, String, &str)> = vec![
+    vec![
         (
             "prefill",
             "idpool-trace v1\ntarget concurrent_resize\npool idpool\nprefill 4000000000\nthread insert n1\n".into(),
@@ -174,6 +162,16 @@ fn out_of_range_values_are_refused_before_anything_runs() {
         ),
         ("threads", many_threads, "line 8: too many threads: allowed 1..=4"),
         ("thread-ops", long_thread, "line 4: 17 operations in one thread: allowed 1..=16"),
+    ]
+}
+
+/// Out-of-range cases of the pool targets' trace lines.
+fn pool_cases() -> Vec<(&'static str, String, &'static str)> {
+    let huge_ops = format!(
+        "idpool-trace v1\ntarget pool_ops\n{}",
+        "acquire 0\n".repeat(257)
+    );
+    vec![
         (
             "reset",
             "idpool-trace v1\ntarget pool_ops\nreset 2147483647\n".into(),
@@ -195,6 +193,26 @@ fn out_of_range_values_are_refused_before_anything_runs() {
             "line 3: 4294967296 is out of range: allowed 0..=2147483648",
         ),
         (
+            "ops",
+            huge_ops,
+            "line 259: too many operations: allowed 0..=256",
+        ),
+        (
+            "commit",
+            "idpool-trace v1\ntarget dbitmap_ops\ncommit 300\n".into(),
+            "line 3: 300 is out of range: allowed 0..=255",
+        ),
+    ]
+}
+
+/// Out-of-range cases of the table target's trace lines.
+fn table_cases() -> Vec<(&'static str, String, &'static str)> {
+    let table_ops = format!(
+        "idpool-trace v1\ntarget handle_table\nversion rust-v1\nversus c-v3\n{}",
+        "reclaim\n".repeat(257)
+    );
+    vec![
+        (
             "fail-next",
             "idpool-trace v1\ntarget handle_table\nfail-next 100000 at grow\n".into(),
             "line 3: 100000 is out of range: allowed 0..=65536",
@@ -204,7 +222,6 @@ fn out_of_range_values_are_refused_before_anything_runs() {
             "idpool-trace v1\ntarget handle_table\ninsert-many 1000000000\n".into(),
             "line 3: 1000000000 is out of range: allowed 0..=65536",
         ),
-        ("ops", huge_ops, "line 259: too many operations: allowed 0..=256"),
         (
             "corrupt-set",
             "idpool-trace v1\ntarget handle_table\nversion c-2024-06\ncorrupt set 4294967296\n"
@@ -220,11 +237,6 @@ fn out_of_range_values_are_refused_before_anything_runs() {
             "table-ops",
             table_ops,
             "line 261: too many operations: allowed 0..=256",
-        ),
-        (
-            "commit",
-            "idpool-trace v1\ntarget dbitmap_ops\ncommit 300\n".into(),
-            "line 3: 300 is out of range: allowed 0..=255",
         ),
         (
             "start-from",
@@ -247,7 +259,17 @@ fn out_of_range_values_are_refused_before_anything_runs() {
             "idpool-trace v1\ntarget handle_table\ninsert n1\nstart-from 70000=n1\n".into(),
             "line 4: `start-from` only as the first operation",
         ),
-    ];
+    ]
+}
+
+/// A trace is text a person may write: every number is checked against its
+/// op's documented range before anything runs, so a hand-written trace
+/// cannot make `repro` run for minutes or eat memory. Each case fails fast
+/// with one line naming the line and the allowed range, exit 2.
+#[test]
+fn out_of_range_values_are_refused_before_anything_runs() {
+    let dir = scratch("range");
+    let cases = [concurrent_cases(), pool_cases(), table_cases()].concat();
     for (name, text, expected) in cases {
         let path = dir.join(format!("{name}.trace"));
         std::fs::write(&path, text).unwrap();
@@ -317,4 +339,52 @@ fn states_bad_input_gets_one_line_and_exit_2() {
     let (code, _, err) = triage(&["states", "--target", "pool_ops", "/nonexistent/dir"]);
     assert_eq!(code, 2);
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// A June 2024 table beside a v3 one: v3 shrinks at a quarter, June 2024
+/// does not (the v3 threshold finding).
+const FAILING: &str = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversus c-2024-06\n\
+                       insert-many 65\ndrop-all lifo\n";
+
+#[test]
+fn json_is_one_line_of_what_the_scripts_read() {
+    let dir = scratch("json");
+    let trace = dir.join("v3.trace");
+    std::fs::write(&trace, FAILING).unwrap();
+    let trace = trace.to_str().unwrap();
+    let one_line = |out: &str| {
+        assert_eq!(out.lines().count(), 1, "one JSON value on one line: {out}");
+        assert!(out.starts_with('{') || out.starts_with('['), "{out}");
+    };
+
+    let (code, out, err) = triage(&["repro", trace, "--json"]);
+    assert_eq!(code, 1, "a failing trace exits 1: {err}");
+    one_line(&out);
+    for field in [
+        r#""target":"handle_table""#,
+        r#""passes":false"#,
+        r#""signature":"handle_table/"#,
+        r#""finding":"v3-threshold""#,
+    ] {
+        assert!(out.contains(field), "repro --json lacks {field}: {out}");
+    }
+
+    let min = dir.join("min.trace");
+    let min_s = min.to_str().unwrap();
+    let (code, out, err) = triage(&["minimize", trace, "-o", min_s, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    one_line(&out);
+    let path = format!(r#""path":"{min_s}""#);
+    for field in [path.as_str(), r#""finding":"v3-threshold""#, r#""from":2"#] {
+        assert!(out.contains(field), "minimize --json lacks {field}: {out}");
+    }
+    assert!(min.exists(), "minimize wrote {min_s}");
+
+    let (code, out, err) = triage(&["dedup", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    one_line(&out);
+    assert!(
+        out.contains(r#""count":2"#),
+        "both traces, one group: {out}"
+    );
 }

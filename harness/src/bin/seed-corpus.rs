@@ -1,17 +1,21 @@
-//! Writes the seed corpus: for each target, the pseudo-random inputs (see
-//! `idpool_harness::seeds`) whose event shape no earlier input had.
+//! Writes one target's seed corpus: the pseudo-random inputs (see
+//! `idpool_harness::seeds`) whose event shape no earlier input had, after
+//! the target's hand-written ones (`Target::crafted`).
 //!
 //! ```text
-//! cargo run -p idpool-harness --bin seed-corpus -- corpus [inputs per target]
+//! cargo run -p idpool-harness --bin seed-corpus -- <target> [--corpus DIR] [--inputs N]
 //! ```
 //!
-//! Files are named by a hash of their content, so running it twice adds
-//! nothing; existing files are never overwritten.
+//! Writes into `DIR/<target>` (`DIR` defaults to `corpus`), and nowhere
+//! else. Files are named by a hash of their content, so running it twice
+//! adds nothing; existing files are never overwritten.
 
-use idpool_harness::{check, registry, seeds};
+use idpool_harness::{check, seeds, targets, Target};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+const USAGE: &str = "usage: seed-corpus <target> [--corpus DIR] [--inputs N, default 5000]";
 
 fn fnv1a(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -19,70 +23,96 @@ fn fnv1a(data: &[u8]) -> u64 {
     })
 }
 
-fn main() -> ExitCode {
+/// The command line: the target, the corpus root and how many
+/// pseudo-random inputs to try.
+fn parse_args() -> Result<(&'static dyn Target, PathBuf, u64), String> {
+    let (mut target, mut dir, mut inputs) = (None, PathBuf::from("corpus"), 5000);
     let mut args = std::env::args().skip(1);
-    let Some(dir) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: seed-corpus <corpus dir> [inputs per target, default 5000]");
-        return ExitCode::from(2);
-    };
-    let inputs: u64 = match args.next().map(|n| n.parse()) {
-        None => 5000,
-        Some(Ok(n)) => n,
-        Some(Err(e)) => {
-            eprintln!("seed-corpus: inputs per target must be a number: {e}");
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--corpus" => {
+                dir = args
+                    .next()
+                    .map(PathBuf::from)
+                    .ok_or("--corpus needs a directory")?
+            }
+            "--inputs" => {
+                let n = args.next().unwrap_or_default();
+                inputs = n.parse().map_err(|e| format!("--inputs {n:?}: {e}"))?;
+            }
+            name if target.is_none() && !name.starts_with('-') => {
+                let found = targets::traceable().find(|t| t.name() == name);
+                let known = targets::traceable_names();
+                target = Some(
+                    found.ok_or(format!("no target {name:?} with a corpus (known: {known})"))?,
+                );
+            }
+            other => return Err(format!("unexpected argument {other:?}")),
+        }
+    }
+    Ok((target.ok_or("which target?")?, dir, inputs))
+}
+
+/// Writes the seeds of `target` into `out`; prints how many shapes and new
+/// files.
+fn seed(target: &dyn Target, out: &Path, inputs: u64) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut shapes = BTreeSet::new();
+    let mut written = 0;
+    let crafted = target.crafted();
+    let pseudo_random = (0..inputs).map(seeds::input);
+    // The hand-written inputs first: each is kept for its shape.
+    for (i, data) in crafted.into_iter().chain(pseudo_random).enumerate() {
+        // A seed must pass: one that fails is a finding, not a seed.
+        let events = match check::catching(|| target.run(&data)) {
+            Ok(events) => events,
+            Err(failure) => {
+                let first = failure.message.lines().next().unwrap_or_default();
+                println!("{}: seed {i} fails, not written: {first}", target.name());
+                continue;
+            }
+        };
+        if !shapes.insert(seeds::shape(&events)) {
+            continue;
+        }
+        let path = out.join(format!("seed-{:016x}", fnv1a(&data)));
+        if path.exists() {
+            continue;
+        }
+        std::fs::write(&path, &data)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        written += 1;
+    }
+    println!(
+        "{}: {} shapes, {written} new files in {}",
+        target.name(),
+        shapes.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    if std::env::args().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let (target, dir, inputs) = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("seed-corpus: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    for target in registry::traceable() {
-        if let Some(reason) = target.unavailable() {
-            println!("{}: skipped: {reason}", target.name());
-            continue;
-        }
-        let out = dir.join(target.name());
-        if let Err(e) = std::fs::create_dir_all(&out) {
-            eprintln!("seed-corpus: cannot create {}: {e}", out.display());
-            return ExitCode::FAILURE;
-        }
-        let mut shapes = BTreeSet::new();
-        let mut written = 0;
-        let crafted = seeds::crafted(target.name());
-        for seed in 0..inputs + crafted.len() as u64 {
-            // The hand-written inputs first: each is kept for its shape.
-            let data = match crafted.get(seed as usize) {
-                Some(data) => data.clone(),
-                None => seeds::input(seed - crafted.len() as u64),
-            };
-            // A seed must pass: one that fails is a finding, not a seed.
-            let events = match check::catching(|| target.run(&data)) {
-                Ok(events) => events,
-                Err(failure) => {
-                    println!(
-                        "{}: seed {seed} fails, not written: {}",
-                        target.name(),
-                        failure.message.lines().next().unwrap_or_default()
-                    );
-                    continue;
-                }
-            };
-            if !shapes.insert(seeds::shape(&events)) {
-                continue;
-            }
-            let path = out.join(format!("seed-{:016x}", fnv1a(&data)));
-            if path.exists() {
-                continue;
-            }
-            if let Err(e) = std::fs::write(&path, &data) {
-                eprintln!("seed-corpus: cannot write {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-            written += 1;
-        }
-        println!(
-            "{}: {} shapes, {written} new files in {}",
-            target.name(),
-            shapes.len(),
-            out.display()
-        );
+    if let Some(reason) = target.unavailable() {
+        eprintln!("seed-corpus: {} cannot run here: {reason}", target.name());
+        return ExitCode::FAILURE;
     }
-    ExitCode::SUCCESS
+    match seed(target, &dir.join(target.name()), inputs) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("seed-corpus: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

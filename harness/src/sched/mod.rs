@@ -1,9 +1,14 @@
-//! A simulated multi-thread scheduler that injects concurrent resizes into
-//! the windows where Binder drops its lock.
+//! The scheduler engine: simulated threads whose steps are interleaved in
+//! the windows where Binder drops its lock, as the fuzz input decides.
+//! Which thread's next step runs, and whether its allocation fails, is a
+//! [`Decision`]; decisions come from the input's bytes ([`ByteChooser`]),
+//! from a trace ([`Replay`]), or either with a [`Recorder`] around it, and
+//! the steps that ran are the [`Schedule`]. A target over step machines
+//! (`concurrent_resize`) builds its simulated process on this engine.
 //!
 //! # Why step granularity is enough
 //!
-//! Every handle-table operation is an [`Operation`] step machine whose steps
+//! Every handle-table operation is an [`idpool::Operation`] step machine whose steps
 //! are either one critical section (run with the table's mutex held) or one
 //! allocation (run with the lock dropped, touching no shared state). The
 //! mutex serialises critical sections, and an unlocked step neither reads
@@ -13,310 +18,17 @@
 //! is *which thread's next step runs next*, plus whether each allocation
 //! succeeds. That is what this scheduler reads from the fuzz input, and all
 //! it decides. It re-implements no part of the protocol: it calls
-//! [`Operation::step_locked`] and [`Operation::step_unlocked`], the very
+//! [`idpool::Operation::step_locked`] and [`idpool::Operation::step_unlocked`], the very
 //! functions `SharedHandleTable` runs on real threads.
 //!
-//! # Input
-//!
-//! The bytes decode to a [`Program`] (a prefill size and 2 to 4 threads with
-//! a few table operations each), then the rest is the schedule. Each
-//! schedule byte is one decision: its low two bits, modulo the number of
-//! runnable threads, choose the thread; bits 2-3 choose how long it runs
-//! (one step; until its current operation is done; until it has no
-//! operation left; until its current operation is done, commits
-//! included); the two middle ones stop early where the thread holds an
-//! allocated resizer and waits to commit it, so that a burst leaves the
-//! lock-drop window open for the next decision to fill or close. A byte
-//! of `0xf0` or more fails the allocation, if the step is one. Bursts let
-//! a short input say "this thread waits in its window while that one does
-//! a lot". When the bytes run out, the lowest
-//! runnable thread that is not waiting to commit a resize runs, and nothing
-//! fails: a thread that holds an allocated resizer commits only when the
-//! others are done, so even a schedule of no byte at all opens the widest
-//! window. No RNG is involved: the same
-//! input is the same execution, and libFuzzer's minimiser shrinks program
-//! and schedule together. The schedule as it ran is recorded step by step
-//! ([`Decision`]), and that is what a trace stores and replays.
-//!
-//! # Oracle
-//!
-//! An operation takes effect at one critical section (its linearisation
-//! point): an insert at the section that finishes it, an increment or a
-//! decrement at its first. There the naive model applies it and the result
-//! is compared: a new handle must be the smallest free id at or above its
-//! start *at that moment*, and an insert of a node already present must
-//! return that node's handle. After every critical section (every lock
-//! release) the table's invariants are checked and `by_handle` must equal
-//! the model's. A thread whose operation takes more than [`STEP_BOUND`]
-//! steps is reported as a livelock. Every failure prints the schedule so
-//! far, which replays exactly.
-//!
-//! # Corruption
-//!
-//! [`ThreadOp::Corrupt`] changes a bit of the pool behind the table's back,
-//! in one critical section. From the first corruption that changes a bit,
-//! the model keeps the pool's bits itself and models each insert's pick
-//! sections, so that each version's reaction to a pool/`by_handle`
-//! mismatch (Rust mainline: warning and `EINVAL`; Rust's first posting:
-//! log and search on; C: `BUG()`) is the expected outcome; the warnings
-//! are compared after every critical section, and the capacity reads the
-//! highest set bit. See `corrupt.rs` for the rules and what is checked.
 
-mod capacity;
-mod corrupt;
-mod encode;
-mod runner;
 mod schedule;
-mod shrink;
-mod text;
 
-pub use encode::encode;
-pub use text::{ConcurrentTarget, ConcurrentTrace};
-
-pub use runner::Outcome;
 pub use schedule::{
     ByteChooser, Chooser, Decision, DecisionsText, Recorder, Replay, Schedule, Step, ThreadView,
 };
 
-use crate::check::{Checked, Op, OpKind};
-use crate::designs::Design;
-use arbitrary::{Arbitrary, Unstructured};
-use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, NodeId, Shrinker, Version};
-
-/// Nodes the threads share: few, so that two threads insert the same one.
-pub const SHARED_NODES: u64 = 6;
-/// Prefilled handles refer to nodes from here on, apart from the threads'.
-pub(crate) const PREFILL_NODES: NodeId = 1 << 40;
-/// Bulk inserts use private nodes from here on.
-pub(crate) const FRESH_NODES: NodeId = 1 << 41;
-/// The counts [`ThreadOp::InsertMany`] draws from: enough for another
-/// thread to fill, grow past, or refill what a resize is about to cut.
-pub const BULK_COUNTS: [u16; 7] = [8, 32, 33, 64, 65, 66, 128];
 /// The most steps one operation may take before it counts as a livelock.
 pub const STEP_BOUND: usize = 256;
 /// A schedule byte at or above this fails the allocation it schedules.
 pub const FAIL_BYTE: u8 = 0xf0;
-
-/// One operation of a simulated thread.
-#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ThreadOp {
-    /// Insert a reference to a shared node.
-    Insert {
-        /// The node (among [`SHARED_NODES`]).
-        #[arbitrary(with = |u: &mut Unstructured| u.int_in_range(0..=SHARED_NODES - 1))]
-        node: NodeId,
-        /// Whether the caller is the context manager.
-        manager: bool,
-    },
-    /// Drop one reference this thread holds (the k-th, modulo how many).
-    Release(u8),
-    /// Drop the reference of a prefilled handle, the k-th highest (modulo
-    /// how many; 0 is the highest): its last reference, the release that
-    /// shrinks.
-    ReleasePrefill(#[arbitrary(with = |u: &mut Unstructured| u.int_in_range(0..=3))] u8),
-    /// Take one more reference on a handle this thread holds.
-    Increment(u8),
-    /// Insert this many private nodes, one operation each.
-    InsertMany(
-        #[arbitrary(with = |u: &mut Unstructured| Ok(BULK_COUNTS[u.int_in_range(0..=BULK_COUNTS.len() - 1)?]))]
-         u16,
-    ),
-    /// The memory-pressure callback, one critical section: the shrinker
-    /// reclaims (its allocations fail if the schedule says so); nothing for
-    /// the other flavours.
-    Reclaim,
-    /// The process dies (`binder_deferred_release` marking it dead), one
-    /// critical section: the Rust driver refuses new references from then
-    /// on (`ESRCH`), the C driver does not look.
-    Kill,
-    /// Look a shared node up in `by_node`, one critical section.
-    Lookup(#[arbitrary(with = |u: &mut Unstructured| u.int_in_range(0..=SHARED_NODES - 1))] NodeId),
-    /// Corrupt the pool's bits behind the table's back, one critical
-    /// section: planned in the allocator's fault plan
-    /// ([`idpool::Faults::corrupt`]) and applied by the table as its
-    /// section starts. The model resolves the id and tracks the bits from
-    /// then on (see `corrupt.rs`); nothing happens when the pool keeps no
-    /// bits or nothing matches.
-    Corrupt(CorruptBit),
-}
-
-/// Which bit [`ThreadOp::Corrupt`] changes, resolved on the model's record
-/// of the bits at that critical section.
-#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CorruptBit {
-    /// Clear the bit of a live handle: the k-th whose bit is set, lowest
-    /// first (k modulo how many). The pool will offer its id again.
-    Clear(u8),
-    /// Set the bit of an id below the capacity that neither a handle nor
-    /// a bit holds: the k-th, lowest first (k modulo how many, among the
-    /// lowest 256). The pool will skip it for good.
-    Set(u8),
-    /// The same, highest first: a set bit that keeps the pool from
-    /// shrinking.
-    SetHigh(u8),
-}
-
-impl Op for ThreadOp {
-    fn kind(&self) -> OpKind {
-        match self {
-            ThreadOp::Insert { .. } => OpKind::Insert,
-            ThreadOp::Release(_) => OpKind::Release,
-            ThreadOp::ReleasePrefill(_) => OpKind::ReleasePrefill,
-            ThreadOp::Increment(_) => OpKind::Increment,
-            ThreadOp::InsertMany(_) => OpKind::InsertMany,
-            ThreadOp::Reclaim => OpKind::Reclaim,
-            ThreadOp::Kill => OpKind::Kill,
-            ThreadOp::Lookup(_) => OpKind::Lookup,
-            ThreadOp::Corrupt(_) => OpKind::Corrupt,
-        }
-    }
-}
-
-/// The flavour under test.
-#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pool {
-    /// The Rust driver's `IdPool`.
-    IdPool,
-    /// The C driver's `dbitmap`.
-    DBitmap,
-    /// The fast pool: `IdPool`'s policy with summary levels.
-    FastPool,
-    /// The augmented tree: no bitmap, never a resize.
-    AugmentedTree,
-    /// `IdPool` without the shrink on release; shrinks on `reclaim`.
-    Shrinker,
-}
-
-impl Pool {
-    /// The version of this pool's driver among `versions`: the designs
-    /// follow the Rust driver (they run the Rust versions only, see
-    /// [`idpool::Flavour::supports`]).
-    pub fn version_of(self, versions: &crate::history::Versions) -> Version {
-        match self {
-            Pool::DBitmap => versions.c,
-            Pool::IdPool | Pool::FastPool | Pool::AugmentedTree | Pool::Shrinker => versions.rust,
-        }
-    }
-
-    /// Its name in traces: the flavour's own (`idpool`, `dbitmap`,
-    /// `fastpool`, `augmented`, `shrinker`).
-    pub fn name(self) -> &'static str {
-        use idpool::Flavour;
-        match self {
-            Pool::IdPool => IdPool::NAME,
-            Pool::DBitmap => DBitmap::NAME,
-            Pool::FastPool => FastPool::NAME,
-            Pool::AugmentedTree => AugmentedTree::NAME,
-            Pool::Shrinker => Shrinker::NAME,
-        }
-    }
-
-    /// The pool named `name` in a trace.
-    pub fn from_name(name: &str) -> Option<Pool> {
-        [
-            Pool::IdPool,
-            Pool::DBitmap,
-            Pool::FastPool,
-            Pool::AugmentedTree,
-            Pool::Shrinker,
-        ]
-        .into_iter()
-        .find(|p| p.name() == name)
-    }
-}
-
-/// What the simulated threads run.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Program {
-    /// The flavour.
-    pub pool: Pool,
-    /// The upstream version the table follows, one of the pool's driver
-    /// (see [`crate::history`]): decoded from the first byte, mainline for
-    /// half of its values.
-    pub version: Version,
-    /// Handles `1..=prefill` are inserted before the threads start, so that
-    /// the pool starts near a resize boundary.
-    pub prefill: u32,
-    /// Then all but the lowest `keep` are released again (highest first),
-    /// leaving a large pool with few ids. `keep >= prefill` releases none.
-    pub keep: u32,
-    /// Each thread's operations, in program order.
-    pub threads: Vec<Vec<ThreadOp>>,
-}
-
-impl<'a> Arbitrary<'a> for Program {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let versions = crate::history::Versions::arbitrary(u)?;
-        let pool = Pool::arbitrary(u)?;
-        let version = pool.version_of(&versions);
-        let prefill = match u.int_in_range(0u8..=15)? {
-            0..=11 => [0, 15, 16, 31, 32, 33, 62, 63, 63, 126, 127, 127, 128, 255]
-                [u.int_in_range(0..=13)?],
-            _ => u.int_in_range(0..=300)?,
-        };
-        // Keep the ids at a quarter of the capacity the prefill leads to
-        // (a power of two from 64 holding ids 0 to `prefill`, SPEC's grow
-        // policy for both maps: above 64 ids the release of the highest
-        // then shrinks, and one insert in its window makes that shrink
-        // stale; a pool of 64 never shrinks), just above it (the release
-        // does not shrink), below it (the setup shrank already), or at a
-        // few fixed levels; or release none.
-        let capacity = (prefill as usize + 1)
-            .next_power_of_two()
-            .max(crate::oracle::MIN);
-        let quarter = (capacity / 4) as u32;
-        let keep = match u.int_in_range(0u8..=3)? {
-            0 => quarter,
-            1 => [quarter + 1, quarter - 1, 1, 16, 32, 64][u.int_in_range(0..=5)?],
-            _ => prefill,
-        };
-        let n = match u.int_in_range(0u8..=3)? {
-            0..=1 => 2,
-            n => n + 1,
-        };
-        let threads = (0..n)
-            .map(|_| {
-                let len = u.int_in_range(1..=6)?;
-                (0..len).map(|_| ThreadOp::arbitrary(u)).collect()
-            })
-            .collect::<arbitrary::Result<_>>()?;
-        Ok(Program {
-            pool,
-            version,
-            prefill,
-            keep,
-            threads,
-        })
-    }
-}
-
-/// Runs `program` under the decisions of `chooser`; the first divergence,
-/// broken invariant or livelock is the failure, with the schedule so far.
-pub fn run(program: &Program, chooser: &mut dyn Chooser) -> Checked<Outcome> {
-    match program.pool {
-        Pool::IdPool => run_flavour::<IdPool>(program, chooser),
-        Pool::DBitmap => run_flavour::<DBitmap>(program, chooser),
-        Pool::FastPool => run_flavour::<FastPool>(program, chooser),
-        Pool::AugmentedTree => run_flavour::<AugmentedTree>(program, chooser),
-        Pool::Shrinker => run_flavour::<Shrinker>(program, chooser),
-    }
-}
-
-fn run_flavour<F: Design>(program: &Program, chooser: &mut dyn Chooser) -> Checked<Outcome> {
-    runner::Sim::<F>::new(program)?.run(chooser)
-}
-
-/// Decodes a program and the schedule bytes that follow it.
-pub fn decode(data: &[u8]) -> Option<(Program, Unstructured<'_>)> {
-    let mut u = Unstructured::new(data);
-    let program = Program::arbitrary(&mut u).ok()?;
-    Some((program, u))
-}
-
-/// Runs a program and its schedule decoded from the bytes.
-pub fn concurrent_resize(data: &[u8]) -> Checked<Outcome> {
-    match decode(data) {
-        Some((program, u)) => run(&program, &mut ByteChooser::new(u)),
-        None => Ok(Outcome::default()),
-    }
-}

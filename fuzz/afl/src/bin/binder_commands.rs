@@ -1,5 +1,5 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::binder_commands(data);
+        idpool_harness::fuzz("binder_commands", data);
     });
 }

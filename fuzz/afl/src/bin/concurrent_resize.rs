@@ -1,5 +1,5 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::concurrent_resize(data);
+        idpool_harness::fuzz("concurrent_resize", data);
     });
 }

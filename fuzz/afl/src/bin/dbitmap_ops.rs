@@ -1,5 +1,5 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::dbitmap_ops(data);
+        idpool_harness::fuzz("dbitmap_ops", data);
     });
 }

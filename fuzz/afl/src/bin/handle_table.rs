@@ -1,5 +1,5 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::handle_table(data);
+        idpool_harness::fuzz("handle_table", data);
     });
 }

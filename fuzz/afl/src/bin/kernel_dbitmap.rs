@@ -1,6 +1,5 @@
 fn main() {
-    eprintln!("{}", idpool_harness::kernel::provenance());
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::kernel_dbitmap(data);
+        idpool_harness::fuzz("kernel_dbitmap", data);
     });
 }

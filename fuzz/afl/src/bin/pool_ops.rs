@@ -1,5 +1,5 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        idpool_harness::pool_ops(data);
+        idpool_harness::fuzz("pool_ops", data);
     });
 }

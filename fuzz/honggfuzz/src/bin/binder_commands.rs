@@ -1,7 +1,7 @@
 fn main() {
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::binder_commands(data);
+            idpool_harness::fuzz("binder_commands", data);
         });
     }
 }

@@ -1,7 +1,7 @@
 fn main() {
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::concurrent_resize(data);
+            idpool_harness::fuzz("concurrent_resize", data);
         });
     }
 }

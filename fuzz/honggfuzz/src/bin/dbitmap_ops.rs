@@ -1,7 +1,7 @@
 fn main() {
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::dbitmap_ops(data);
+            idpool_harness::fuzz("dbitmap_ops", data);
         });
     }
 }

@@ -1,7 +1,7 @@
 fn main() {
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::handle_table(data);
+            idpool_harness::fuzz("handle_table", data);
         });
     }
 }

@@ -1,8 +1,7 @@
 fn main() {
-    eprintln!("{}", idpool_harness::kernel::provenance());
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::kernel_dbitmap(data);
+            idpool_harness::fuzz("kernel_dbitmap", data);
         });
     }
 }

@@ -1,7 +1,7 @@
 fn main() {
     loop {
         honggfuzz::fuzz!(|data: &[u8]| {
-            idpool_harness::pool_ops(data);
+            idpool_harness::fuzz("pool_ops", data);
         });
     }
 }

@@ -1,0 +1,389 @@
+//! The `kernel_dbitmap` target's pool: `pool_ops`' op language driven
+//! through three sides at once: the kernel's own C dbitmap
+//! ([`KernelDBitmap`], compiled from `drivers/android/dbitmap.h` by the
+//! test-only `kernel-dbitmap` crate), our [`DBitmap`], and the naive model
+//! (`pool_ops`' `PoolModel` with the C policy).
+//!
+//! [`KernelPair`] is a [`PoolApi`] flavour that runs every call on both
+//! implementations and compares them on the spot: the acquired bit or
+//! `-ENOSPC`, the found bit, the grow and shrink sizes, whether each
+//! allocation came back NULL (at every site: a prepared resize, a reset's
+//! grows, a bulk acquire's grows); and after every step (and every commit
+//! inside a step) the whole state: enabled, nbits, the set bits,
+//! `grow_nbits` and `shrink_nbits`; and every read the pool runner makes
+//! of one side through [`PoolApi`]: `test_bit` of each id it reads one at
+//! a time ([`PoolApi::is_used`]), and whether a prepared resizer holds
+//! memory and its length ([`PoolApi::allocated`], [`PoolApi::shape`]). The first disagreement is reported by
+//! [`PoolApi::diverged`], before the pool runner compares the pair with
+//! the model, so a failure says which side stood alone.
+//!
+//! Bounds (see the crate's README): no side calls acquire on a disabled
+//! map (the driver takes the slow scan; ours panics there), and an
+//! allocation above [`MAX_ALLOC_BITS`] fails on both sides without asking
+//! the C (ours refuses above `i32::MAX` bits, where the C would allocate
+//! 256 MiB).
+
+use crate::check::{Check, Flavour, FlavourName};
+use crate::targets::dbitmap_ops::dbitmap_grow_target_at;
+use crate::targets::pool_ops::{Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT};
+use idpool::{Bitmap, DBitmap, Gfp};
+use kernel_dbitmap::{KernelBitmap, KernelDBitmap};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The largest map either side allocates: `i32::MAX` bits, where our
+/// [`DBitmap::zalloc`] stops. Above it both allocations fail.
+pub const MAX_ALLOC_BITS: usize = i32::MAX as usize;
+
+/// The `kernel_dbitmap` line for logs: what was compiled in (package
+/// version and header sha256), or why nothing was.
+pub fn provenance() -> String {
+    kernel_dbitmap::provenance()
+}
+
+/// Why the kernel's header is not compiled in; `None` when it is.
+pub fn unavailable() -> Option<String> {
+    kernel_dbitmap::unavailable_reason().map(str::to_owned)
+}
+
+/// Ours and the kernel's, driven in lockstep.
+#[derive(Debug)]
+pub struct KernelPair {
+    ours: DBitmap,
+    kernel: KernelDBitmap,
+    /// The first disagreement, kept until [`PoolApi::diverged`] takes it
+    /// (shared with the requests and resizers, which compare too).
+    divergence: Slot,
+}
+
+/// Where the first disagreement is kept.
+type Slot = Rc<RefCell<Option<String>>>;
+
+/// Records the first disagreement in `slot`.
+fn record(slot: &Slot, what: impl FnOnce() -> String) {
+    let mut slot = slot.borrow_mut();
+    if slot.is_none() {
+        *slot = Some(what());
+    }
+}
+
+/// A resize request: the size both sides asked for, and where the
+/// allocation reports a difference.
+#[derive(Debug)]
+pub struct PairRequest {
+    nbits: usize,
+    divergence: Slot,
+}
+
+/// A resize allocated on both sides: ours, the kernel's (either `None` for
+/// NULL), and the size both were asked for.
+#[derive(Debug)]
+pub struct PairResizer {
+    ours: Option<Bitmap>,
+    kernel: Option<KernelBitmap>,
+    nbits: usize,
+    divergence: Slot,
+}
+
+impl KernelPair {
+    fn fresh() -> Self {
+        KernelPair {
+            ours: DBitmap::init(Gfp::Kernel),
+            kernel: KernelDBitmap::init(Gfp::Kernel),
+            divergence: Slot::default(),
+        }
+    }
+
+    /// Records the first disagreement.
+    fn record(&self, what: impl FnOnce() -> String) {
+        record(&self.divergence, what);
+    }
+
+    /// Compares one value of both sides.
+    fn same<T: PartialEq + core::fmt::Debug>(&self, what: &str, kernel: T, ours: T) {
+        if kernel != ours {
+            self.record(|| format!("{what}: kernel {kernel:?}, ours {ours:?}"));
+        }
+    }
+
+    /// Compares every observable of the two maps: enabled, nbits, the set
+    /// bits, `grow_nbits`, `shrink_nbits`.
+    fn compare_state(&self, when: &str) {
+        let (k, o) = (&self.kernel, &self.ours);
+        let state = |enabled, nbits, grow, shrink| {
+            format!("enabled {enabled}, nbits {nbits}, grow_nbits {grow}, shrink_nbits {shrink}")
+        };
+        let kernel = state(k.enabled(), k.nbits(), k.grow_nbits(), k.shrink_nbits());
+        let ours = state(o.enabled(), o.nbits(), o.grow_nbits(), o.shrink_nbits());
+        if kernel != ours {
+            self.record(|| format!("{when}: kernel ({kernel}), ours ({ours})"));
+            return;
+        }
+        // The same set bits: as many, and each of ours set in the kernel's.
+        let kernel_count: u32 = k.words().iter().map(|w| w.count_ones()).sum();
+        let mut ours_count = 0usize;
+        let mut missing = None;
+        for bit in o.used_ids() {
+            ours_count += 1;
+            if missing.is_none() && !k.test_bit(bit) {
+                missing = Some(bit);
+            }
+        }
+        if kernel_count as usize != ours_count || missing.is_some() {
+            self.record(|| {
+                let kernel_bits = k.used_ids();
+                let ours_bits: Vec<usize> = o.used_ids().collect();
+                let only = |a: &[usize], b: &[usize]| -> Vec<usize> {
+                    a.iter()
+                        .filter(|x| b.binary_search(x).is_err())
+                        .take(8)
+                        .copied()
+                        .collect()
+                };
+                format!(
+                    "{when}: set bits: kernel {kernel_count}, ours {ours_count}; \
+                     set in the kernel only {:?}, in ours only {:?} (first 8 of each)",
+                    only(&kernel_bits, &ours_bits),
+                    only(&ours_bits, &kernel_bits)
+                )
+            });
+        }
+    }
+
+    /// `bitmap_zalloc(nbits)` on both sides; above [`MAX_ALLOC_BITS`] both
+    /// fail without asking the C.
+    fn zalloc(nbits: usize, gfp: Gfp, divergence: &Slot) -> PairResizer {
+        let gfp = if nbits > MAX_ALLOC_BITS {
+            Gfp::Fail
+        } else {
+            gfp
+        };
+        PairResizer {
+            ours: DBitmap::zalloc(nbits, gfp),
+            kernel: KernelDBitmap::zalloc(nbits, gfp),
+            nbits,
+            divergence: divergence.clone(),
+        }
+    }
+
+    /// Commits on both sides, then compares them.
+    fn commit_pair(&mut self, kind: Resize, resizer: PairResizer) {
+        let PairResizer {
+            ours,
+            kernel,
+            nbits,
+            ..
+        } = resizer;
+        let what = match kind {
+            Resize::Grow => {
+                self.ours.grow(ours, nbits);
+                self.kernel.grow(kernel, nbits);
+                "dbitmap_grow"
+            }
+            Resize::Shrink => {
+                self.ours.shrink(ours, nbits);
+                self.kernel.shrink(kernel, nbits);
+                "dbitmap_shrink"
+            }
+        };
+        self.compare_state(&format!("after {what}(nbits {nbits})"));
+    }
+}
+
+impl KernelPair {
+    /// A pair that could not be built as asked: whatever the two sides
+    /// disagreed on meanwhile goes with the refusal.
+    fn refused(mut self) -> Refused {
+        Refused {
+            divergence: self.diverged().map(|d| {
+                (
+                    Flavour::plain(FlavourName::Kernel),
+                    Check::Kernel,
+                    format!("kernel and ours disagree while building: {d}"),
+                )
+            }),
+        }
+    }
+}
+
+impl PoolApi for KernelPair {
+    const DIRECT_CAPACITY: bool = false;
+    type Request = PairRequest;
+    type Resizer = PairResizer;
+
+    /// Both `dbitmap_init`, then grown by doubling (each grow allocated and
+    /// committed on both sides and compared) to at least `capacity`, at
+    /// most [`DBITMAP_RESET_LIMIT`] bits, as the `dbitmap_ops` flavour does;
+    /// `None` when a grow on the way fails or the doubling never reaches
+    /// the size.
+    fn reset(capacity: usize) -> Built<Self> {
+        let mut pair = KernelPair::fresh();
+        pair.compare_state("after dbitmap_init");
+        for _ in 0..32 {
+            if pair.ours.nbits() >= capacity.min(DBITMAP_RESET_LIMIT) {
+                return Ok(pair);
+            }
+            if !pair.grow_now() {
+                return Err(pair.refused());
+            }
+        }
+        Err(pair.refused())
+    }
+    /// Ours (compared with the model by the runner), and the kernel's own
+    /// `dbitmap_grow_nbits` of a map claiming `nbits` bits compared with
+    /// ours (a difference is recorded like any other).
+    fn grow_target_at(&self, nbits: u32) -> Option<(usize, Option<bool>)> {
+        let (ours, allocatable) = dbitmap_grow_target_at(nbits);
+        let kernel = KernelDBitmap::grow_nbits_for(nbits);
+        self.same(&format!("grow size asked at {nbits} bits"), kernel, ours);
+        Some((ours, allocatable))
+    }
+    /// Both `dbitmap_init` with the allocation failing: both maps
+    /// disabled from the start, compared.
+    fn reset_failing(_: usize) -> Built<Self> {
+        let pair = KernelPair {
+            ours: DBitmap::init(Gfp::Fail),
+            kernel: KernelDBitmap::init(Gfp::Fail),
+            divergence: Slot::default(),
+        };
+        pair.compare_state("after a failed dbitmap_init");
+        Ok(pair)
+    }
+    fn acquire(&mut self, offset: usize) -> Option<usize> {
+        self.same(
+            "enabled before acquire",
+            self.kernel.enabled(),
+            self.ours.enabled(),
+        );
+        if !self.ours.enabled() || !self.kernel.enabled() {
+            return None;
+        }
+        let kernel = self.kernel.acquire_next_zero_bit(offset);
+        let ours = self.ours.acquire_next_zero_bit(offset);
+        self.same(
+            &format!("dbitmap_acquire_next_zero_bit(offset {offset})"),
+            kernel,
+            ours,
+        );
+        ours.ok()
+    }
+    /// The C has no 32-bit read of a found id.
+    fn find(&mut self, offset: usize) -> Option<(usize, Option<u32>)> {
+        let kernel = self.kernel.next_zero_bit(offset);
+        let ours = self.ours.next_zero_bit(offset);
+        self.same(&format!("next zero bit from {offset}"), kernel, ours);
+        Some((ours?, None))
+    }
+    fn release(&mut self, id: usize) {
+        self.kernel.clear_bit(id);
+        self.ours.clear_bit(id);
+    }
+    fn request(&self, kind: Resize) -> Option<PairRequest> {
+        let (what, kernel, ours) = match kind {
+            Resize::Grow => (
+                "dbitmap_grow_nbits",
+                self.kernel.grow_nbits(),
+                self.ours.grow_nbits(),
+            ),
+            Resize::Shrink => (
+                "dbitmap_shrink_nbits",
+                self.kernel.shrink_nbits(),
+                self.ours.shrink_nbits(),
+            ),
+        };
+        self.same(what, kernel, ours);
+        let nbits = match kind {
+            Resize::Grow => Some(ours),
+            Resize::Shrink => Some(ours).filter(|&n| n != 0),
+        }?;
+        Some(PairRequest {
+            nbits,
+            divergence: self.divergence.clone(),
+        })
+    }
+    fn request_len(request: &PairRequest) -> usize {
+        request.nbits
+    }
+    /// Both allocations; whether each came back NULL is compared at once
+    /// by the runner ([`PoolApi::allocated`]) and again at the commit.
+    fn realloc(request: &PairRequest, gfp: Gfp) -> Option<PairResizer> {
+        Some(KernelPair::zalloc(request.nbits, gfp, &request.divergence))
+    }
+    /// Ours holds memory; the kernel's must too, or neither.
+    fn allocated(resizer: &PairResizer) -> bool {
+        let (kernel, ours) = (resizer.kernel.is_some(), resizer.ours.is_some());
+        if kernel != ours {
+            record(&resizer.divergence, || {
+                format!(
+                    "bitmap_zalloc({}) holds memory: kernel {kernel}, ours {ours}",
+                    resizer.nbits
+                )
+            });
+        }
+        ours
+    }
+    /// Ours' length, emptiness and inline switch; the kernel's map must
+    /// have the same length and emptiness (the C has no inline bits).
+    fn shape(resizer: &PairResizer) -> Option<Shape> {
+        let ours = resizer.ours.as_ref().map(|map| Shape {
+            len: map.len(),
+            empty: map.is_empty(),
+            inline: Some(map.is_inline()),
+        });
+        if let (Some(k), Some(o)) = (&resizer.kernel, &ours) {
+            let (kernel, ours) = ((k.len(), k.is_empty()), (o.len, o.empty));
+            if kernel != ours {
+                record(&resizer.divergence, || {
+                    format!(
+                        "bitmap_zalloc({}) (len, is_empty): kernel {kernel:?}, ours {ours:?}",
+                        resizer.nbits
+                    )
+                });
+            }
+        }
+        ours
+    }
+    fn commit(&mut self, kind: Resize, resizer: PairResizer) {
+        self.same(
+            "allocation returned NULL",
+            resizer.kernel.is_none(),
+            resizer.ours.is_none(),
+        );
+        self.commit_pair(kind, resizer);
+    }
+    fn grow_now(&mut self) -> bool {
+        self.same(
+            "enabled before a grow",
+            self.kernel.enabled(),
+            self.ours.enabled(),
+        );
+        if !self.ours.enabled() {
+            return false;
+        }
+        let nbits = self.request(Resize::Grow).map_or(0, |r| r.nbits);
+        let resizer = KernelPair::zalloc(nbits, Gfp::Kernel, &self.divergence);
+        self.commit(Resize::Grow, resizer);
+        self.ours.enabled()
+    }
+    fn capacity(&self) -> usize {
+        self.ours.nbits()
+    }
+    fn used(&self) -> Vec<usize> {
+        self.ours.used_ids().collect()
+    }
+    fn used_matches(&self, expected: &crate::idset::IdSet) -> bool {
+        self.ours.used_ids().eq(expected.iter())
+    }
+    /// Ours' `test_bit`; the kernel's `test_bit` must agree.
+    fn is_used(&self, id: usize) -> bool {
+        let (kernel, ours) = (self.kernel.test_bit(id), self.ours.test_bit(id));
+        if kernel != ours {
+            self.record(|| format!("test_bit({id}): kernel {kernel}, ours {ours}"));
+        }
+        ours
+    }
+    fn diverged(&mut self) -> Option<String> {
+        self.compare_state("after the step");
+        self.divergence.borrow_mut().take()
+    }
+}
