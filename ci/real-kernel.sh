@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
     *) paths+=("$1"); shift ;;
     esac
 done
-[ ${#paths[@]} -gt 0 ] || paths=("$ROOT/corpus/regressions/binder_commands" "$ROOT/vm/examples")
+[ ${#paths[@]} -gt 0 ] ||
+    paths=("$ROOT/corpus/regressions/binder_commands" "$ROOT/docs/findings/traces" "$ROOT/vm/examples")
 
 step "the kernels and the executor (ci/kernel-vm.sh --prepare)"
 "$ROOT/ci/kernel-vm.sh" --prepare >&2

@@ -568,7 +568,7 @@ fn difference(program: &CmdProgram, i: usize, rule: &'static Rule, what: String)
         i,
         Check::DriversDiffer,
         Flavour::Drivers { rule: rule.name },
-        format_args!("{} ({}; {doc}): {what}", rule.name, rule.title),
+        format_args!("{}; {doc}: {what}", rule.title),
     )
     .with_detail(Detail::Drivers { rule: rule.name })
 }
