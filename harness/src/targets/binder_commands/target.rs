@@ -120,8 +120,16 @@ impl Target for CommandsTarget {
     fn hunt_max_len(&self) -> usize {
         64
     }
+    /// The collision through commands (a manager dies, a new one
+    /// registers, the stale descriptor 0 collides), and the differences
+    /// between mainline's drivers that a real kernel shows too.
     fn hunts(&self) -> &'static [Finding] {
-        &[Finding::Collision]
+        &[
+            Finding::Collision,
+            Finding::ManagerHandle,
+            Finding::NodeInfo,
+            Finding::FailedSetManager,
+        ]
     }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         CmdProgram::decode(data).run()
