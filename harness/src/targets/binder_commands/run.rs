@@ -281,25 +281,9 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
         narrate_group(program, oc, or);
         let (sc, sr) = (c.snapshot(), rust.snapshot());
         if c_alive {
-            c.check_tables().map_err(|e| {
-                failure(
-                    program,
-                    i,
-                    Check::Invariant,
-                    Flavour::Driver(c.version()),
-                    e,
-                )
-            })?;
+            tables_hold(program, i, &c)?;
         }
-        rust.check_tables().map_err(|e| {
-            failure(
-                program,
-                i,
-                Check::Invariant,
-                Flavour::Driver(rust.version()),
-                e,
-            )
-        })?;
+        tables_hold(program, i, &rust)?;
         count(&mut events, program, i, or, &sr);
         manager.follow(program, if c_alive { oc } else { or });
         observe(program, i, &manager, or, &sc, known.0.is_some());
@@ -319,6 +303,20 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
         i = end;
     }
     Ok((events, known.0))
+}
+
+/// A driver's own invariants (its handle table against its bitmap) after
+/// step `i`.
+fn tables_hold(program: &CmdProgram, i: usize, driver: &impl Side) -> Checked<()> {
+    driver.check_tables().map_err(|e| {
+        failure(
+            program,
+            i,
+            Check::Invariant,
+            Flavour::Driver(driver.version()),
+            e,
+        )
+    })
 }
 
 /// The context manager as the program has made it so far, for the state
@@ -583,20 +581,7 @@ fn compare_group(
     let first = oc.iter().map(|(i, _)| *i).min().unwrap_or(0);
     let order = |o: &[(usize, Observed)]| o.iter().map(|(i, _)| *i).collect::<Vec<_>>();
     if order(oc) != order(or) {
-        // The drivers ran the group in different orders (a lock one keeps
-        // across its window): what follows may differ, and legitimately.
-        let rule = compare::rule("lock-order");
-        let what = format!("C ran steps {:?}, Rust {:?}", order(oc), order(or));
-        let any = !compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o))
-            .is_empty()
-            || !state_diffs().is_empty()
-            || oc.iter().zip(or).any(|((_, a), (_, b))| a.ret != b.ret);
-        if any {
-            events.drivers_differ += 1;
-            crate::check::narrate(|| format!("{}: {what}", rule.name));
-            return Ok(false);
-        }
-        return Ok(true);
+        return Ok(!ran_out_of_order(c, rust, state_diffs().is_empty(), events));
     }
     // Every difference of the group, each with the step it is about.
     let mut diffs: Vec<(usize, Diff)> = Vec::new();
@@ -645,6 +630,25 @@ fn compare_group(
         }
     }
     Ok(go_on)
+}
+
+/// The drivers ran a group in different orders (a lock one keeps across
+/// its window): what follows may differ, and legitimately. True when
+/// anything differs, after which the group's states are not compared.
+fn ran_out_of_order(c: &Ran, rust: &Ran, same_states: bool, events: &mut Events) -> bool {
+    let (oc, or) = (&c.observed, &rust.observed);
+    let order = |o: &[(usize, Observed)]| o.iter().map(|(i, _)| *i).collect::<Vec<_>>();
+    let rule = compare::rule("lock-order");
+    let what = format!("C ran steps {:?}, Rust {:?}", order(oc), order(or));
+    let any = !compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o))
+        .is_empty()
+        || !same_states
+        || oc.iter().zip(or).any(|((_, a), (_, b))| a.ret != b.ret);
+    if any {
+        events.drivers_differ += 1;
+        crate::check::narrate(|| format!("{}: {what}", rule.name));
+    }
+    any
 }
 
 /// A difference a rule explains: counted; a finding is kept as the run's

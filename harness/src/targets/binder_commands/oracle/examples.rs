@@ -490,9 +490,6 @@ fn freeing_a_buffer_whose_handle_was_released_meanwhile() {
 /// has a count (Rust may keep a node 0 whose update waits).
 #[test]
 fn arbitrary_programs_keep_the_models_invariants() {
-    use idpool::driver::{Command, Object, Pid, RefCmd, Snapshot, Step};
-    use idpool::AllocSite;
-
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut next = |n: u64| {
         seed ^= seed << 13;
@@ -500,77 +497,97 @@ fn arbitrary_programs_keep_the_models_invariants() {
         seed ^= seed << 17;
         seed % n
     };
-    let check = |snapshot: &Snapshot, strict: bool| {
-        let refs = || snapshot.procs.iter().flat_map(|p| p.refs.values());
-        for r in refs() {
-            assert!(r.strong > 0 || r.weak > 0);
-            let owner = &snapshot.procs[r.node.owner.index()];
-            if owner.alive {
-                assert_eq!(owner.nodes[&r.node.ptr].serial, r.node.serial);
-            }
-        }
-        for (p, proc) in snapshot.procs.iter().enumerate() {
-            for (&ptr, n) in proc.nodes.iter().filter(|_| strict) {
-                let referenced = refs().any(|r| r.node.owner.index() == p && r.node.ptr == ptr);
-                assert!(n.strong > 0 || n.weak > 0 || referenced);
-            }
-        }
-    };
-    for _ in 0..300 {
+    for program in 0..300 {
         let procs = 2 + next(3) as usize;
         let euids: Vec<u32> = (0..procs).map(|_| 1000 * (next(5) / 4) as u32).collect();
-        let steps: Vec<(Step, Option<AllocSite>)> = (0..30)
-            .map(|_| {
-                let handle = |next: &mut dyn FnMut(u64) -> u64| next(4) as u32;
-                let command = match next(20) {
-                    0 | 1 => Command::SetManager,
-                    2..=6 => Command::Ref(RefCmd::ALL[next(4) as usize], handle(&mut next)),
-                    7..=11 => Command::Send {
-                        to: handle(&mut next),
-                        objects: (0..next(4))
-                            .map(|_| match next(2) {
-                                0 => Object::Node {
-                                    ptr: next(4),
-                                    strong: next(2) == 0,
-                                },
-                                _ => Object::Handle {
-                                    handle: handle(&mut next),
-                                    strong: next(2) == 0,
-                                },
-                            })
-                            .collect(),
-                    },
-                    12 | 13 => Command::Free,
-                    14 => Command::RequestDeath {
-                        handle: handle(&mut next),
-                        cookie: next(2),
-                    },
-                    15 => Command::ClearDeath {
-                        handle: handle(&mut next),
-                        cookie: next(2),
-                    },
-                    16 | 17 => Command::NodeInfo(handle(&mut next)),
-                    _ => Command::Exit,
-                };
-                let fail = [None, None, None, Some(AllocSite::Ref)][next(4) as usize];
-                let step = Step {
-                    pid: Pid(next(procs as u64) as u8),
-                    command,
-                };
-                (step, fail)
-            })
-            .collect();
+        let steps: Vec<_> = (0..30).map(|_| random_step(procs, &mut next)).collect();
         for version in Version::ALL {
             let mut c = COracle::new(&euids, version);
             let mut rust = RustOracle::new(&euids, version);
             let mut crashed = false;
-            for (step, fail) in &steps {
+            for (i, (step, fail)) in steps.iter().enumerate() {
+                let at = format!("program {program}, {version:?}, step {i} ({step:?})");
                 let obs = c.step(step, *fail);
                 crashed |= obs.log.contains(&idpool::driver::Log::Bug);
-                check(&c.snapshot(), !crashed);
+                assert_model_invariants(&c.snapshot(), !crashed, &format!("C model, {at}"));
                 rust.step(step, *fail);
-                check(&rust.snapshot(), false);
+                assert_model_invariants(&rust.snapshot(), false, &format!("Rust model, {at}"));
             }
+        }
+    }
+}
+
+/// One step of a random program over `procs` processes, and whether its
+/// ref allocation fails.
+fn random_step(
+    procs: usize,
+    next: &mut dyn FnMut(u64) -> u64,
+) -> (idpool::driver::Step, Option<idpool::AllocSite>) {
+    use idpool::driver::{Command, Object, Pid, RefCmd, Step};
+    use idpool::AllocSite;
+    let handle = |next: &mut dyn FnMut(u64) -> u64| next(4) as u32;
+    let command = match next(20) {
+        0 | 1 => Command::SetManager,
+        2..=6 => Command::Ref(RefCmd::ALL[next(4) as usize], handle(next)),
+        7..=11 => Command::Send {
+            to: handle(next),
+            objects: (0..next(4))
+                .map(|_| match next(2) {
+                    0 => Object::Node {
+                        ptr: next(4),
+                        strong: next(2) == 0,
+                    },
+                    _ => Object::Handle {
+                        handle: handle(next),
+                        strong: next(2) == 0,
+                    },
+                })
+                .collect(),
+        },
+        12 | 13 => Command::Free,
+        14 => Command::RequestDeath {
+            handle: handle(next),
+            cookie: next(2),
+        },
+        15 => Command::ClearDeath {
+            handle: handle(next),
+            cookie: next(2),
+        },
+        16 | 17 => Command::NodeInfo(handle(next)),
+        _ => Command::Exit,
+    };
+    let fail = [None, None, None, Some(AllocSite::Ref)][next(4) as usize];
+    let step = Step {
+        pid: Pid(next(procs as u64) as u8),
+        command,
+    };
+    (step, fail)
+}
+
+/// Every ref holds a count and names a node of its living owner; with
+/// `strict`, every node is counted or referenced.
+fn assert_model_invariants(snapshot: &idpool::driver::Snapshot, strict: bool, at: &str) {
+    let refs = || snapshot.procs.iter().flat_map(|p| p.refs.values());
+    for r in refs() {
+        assert!(
+            r.strong > 0 || r.weak > 0,
+            "{at}: a ref with no count: {r:?}"
+        );
+        let owner = &snapshot.procs[r.node.owner.index()];
+        if owner.alive {
+            assert_eq!(
+                owner.nodes[&r.node.ptr].serial, r.node.serial,
+                "{at}: a ref to a node its owner no longer has: {r:?}"
+            );
+        }
+    }
+    for (p, proc) in snapshot.procs.iter().enumerate() {
+        for (&ptr, n) in proc.nodes.iter().filter(|_| strict) {
+            let referenced = refs().any(|r| r.node.owner.index() == p && r.node.ptr == ptr);
+            assert!(
+                n.strong > 0 || n.weak > 0 || referenced,
+                "{at}: node {ptr} of process {p} neither counted nor referenced: {n:?}"
+            );
         }
     }
 }
