@@ -286,9 +286,32 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
                 None
             }
         }
-        Diff::Log { c, rust } => logs_explained(c, rust).then(|| rule("log-lines")),
+        Diff::Log { c, rust } if logs_explained(c, rust) => Some(rule("log-lines")),
+        Diff::Log { c, rust } => {
+            released_by_stale_handles(c, rust).then(|| rule("dying-target-reply"))
+        }
         Diff::State { .. } => None,
     }
+}
+
+/// Finding 0006, C's side: the target died while the objects were being
+/// translated, after some of them already were. Its death emptied its
+/// reference tree, so the buffer's first handles now name references C made
+/// after the death, for other nodes; `binder_transaction_buffer_release`
+/// decrements those (binder.c 2109-2115) and prints "invalid dec" where
+/// the strength differs (`binder_dec_ref_olocked`, 1275-1293). Only beside
+/// the finding's own lines:
+/// C found the process dead, Rust failed the translation.
+fn released_by_stale_handles(c: &[Log], rust: &[Log]) -> bool {
+    let rest: Vec<Log> = c
+        .iter()
+        .filter(|l| !matches!(l, Log::InvalidDecrement { .. }))
+        .copied()
+        .collect();
+    c.contains(&Log::DeadProcess)
+        && rust.contains(&Log::TranslateFailed)
+        && rest.len() < c.len()
+        && logs_explained(&rest, rust)
 }
 
 /// Finding 0005: `BC_INCREFS`/`BC_ACQUIRE` on handle 0 whose reference to
@@ -446,6 +469,27 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_invalid_decrements_belong_to_the_dying_target_only_beside_its_lines() {
+        let weak = Log::InvalidDecrement { strong: false };
+        let dying_c = [weak, Log::DeadProcess, Log::BadBufferObject];
+        let dying_rust = [Log::TranslateFailed, Log::CopyFailed];
+        assert!(released_by_stale_handles(&dying_c, &dying_rust));
+        // C's invalid decrement anywhere else is a new difference.
+        assert!(!released_by_stale_handles(&[weak], &[]));
+        assert!(!released_by_stale_handles(
+            &[weak, Log::DeadProcess],
+            &[Log::CopyFailed]
+        ));
+        // Without one, the log-lines rule is the one that applies.
+        assert!(!released_by_stale_handles(&dying_c[1..], &dying_rust));
+        // Beside a line no rule allows, still new.
+        assert!(!released_by_stale_handles(
+            &[weak, Log::DeadProcess, Log::Bug],
+            &dying_rust
+        ));
+    }
 
     #[test]
     fn multisets() {
