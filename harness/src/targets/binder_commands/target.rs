@@ -123,6 +123,9 @@ impl Target for CommandsTarget {
     fn hunts(&self) -> &'static [Finding] {
         &[Finding::Collision]
     }
+    fn real_kernel(&self) -> bool {
+        true
+    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         CmdProgram::decode(data).run()
     }
