@@ -341,6 +341,85 @@ fn print_drivers(
     new
 }
 
+/// Where the executor's records are saved to, or read back from instead of
+/// booting.
+#[derive(Debug, Default)]
+pub struct Raw {
+    /// Write each driver's records to `DIR/<driver>.raw`.
+    pub save: Option<PathBuf>,
+    /// Read them from `DIR/<driver>.raw` instead of booting.
+    pub load: Option<PathBuf>,
+}
+
+fn raw_file(dir: &Path, driver: Driver) -> PathBuf {
+    dir.join(match driver {
+        Driver::C => "c.raw",
+        Driver::Rust => "rust.raw",
+    })
+}
+
+/// Writes every trace's records: a line `=== <name>`, then its records.
+fn save_raw(dir: &Path, driver: Driver, r: &Replay) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut text = String::new();
+    for t in &r.traces {
+        text.push_str(&format!("=== {}\n", t.name));
+        for l in &t.raw {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    let path = raw_file(dir, driver);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The runs `save_raw` wrote, parsed again, for `programs` in order.
+fn load_raw(dir: &Path, driver: Driver, programs: &[(String, Program)]) -> Result<Replay, String> {
+    let path = raw_file(dir, driver);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut saved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("=== ") {
+            current = Some(name);
+            saved.entry(name).or_default();
+        } else if let Some(name) = current {
+            saved.entry(name).or_default().push(line.to_string());
+        }
+    }
+    let mut traces = Vec::new();
+    for (name, program) in programs {
+        let raw = saved
+            .get(name.as_str())
+            .ok_or_else(|| format!("{}: no records of {name}", path.display()))?;
+        traces.push(
+            binder_vm::replay::reparse(driver, name, program, raw)
+                .map_err(|e| format!("{name}: {e}"))?,
+        );
+    }
+    Ok(Replay {
+        traces,
+        boots: Vec::new(),
+    })
+}
+
+/// One driver's runs: replayed (and saved, if asked) or read back.
+fn runs_of(
+    driver: Driver,
+    kernel: impl FnOnce() -> Result<Kernel, String>,
+    programs: &[(String, Program)],
+    raw: &Raw,
+) -> Result<Replay, String> {
+    if let Some(dir) = &raw.load {
+        return load_raw(dir, driver, programs);
+    }
+    let r = replay(&kernel()?, programs)?;
+    if let Some(dir) = &raw.save {
+        save_raw(dir, driver, &r)?;
+    }
+    Ok(r)
+}
+
 /// Replays every program under `paths` on the real drivers `which`
 /// (`mainline`: a program naming a historical version runs on mainline).
 pub fn run(
@@ -348,6 +427,7 @@ pub fn run(
     which: Which,
     mainline: bool,
     sequential: bool,
+    raw: Raw,
 ) -> Result<ExitCode, String> {
     let root = workspace();
     let (programs, skipped) = load(paths, mainline, sequential)?;
@@ -361,14 +441,21 @@ pub fn run(
     let mut new_differences = 0;
     let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
     let c_runs = match which {
-        Which::C | Which::Both => {
-            let kernel = Kernel::c_from_cache(&root).map_err(|e| e.to_string())?;
-            Some(replay(&kernel, &programs)?)
-        }
+        Which::C | Which::Both => Some(runs_of(
+            Driver::C,
+            || Kernel::c_from_cache(&root).map_err(|e| e.to_string()),
+            &programs,
+            &raw,
+        )?),
         Which::Rust => None,
     };
     let rust_runs = match which {
-        Which::Rust | Which::Both => Some(replay(&rust_kernel(&root)?, &programs)?),
+        Which::Rust | Which::Both => Some(runs_of(
+            Driver::Rust,
+            || rust_kernel(&root),
+            &programs,
+            &raw,
+        )?),
         Which::C => None,
     };
     let mut differing_programs = 0;
@@ -413,7 +500,9 @@ pub fn run(
             println!(
                 "real-kernel: {driver}: {n} program(s) where the model and the real driver differ"
             );
-            println!("{}", figures(driver, r));
+            if !r.boots.is_empty() {
+                println!("{}", figures(driver, r));
+            }
         }
     }
     if which == Which::Both {

@@ -880,3 +880,34 @@ pub fn to_br(br: &WireBr) -> Result<Br, String> {
         }
     })
 }
+
+/// One trace's run again from the executor's records of it
+/// ([`TraceRun::raw`], saved by `triage real-kernel --save-raw`), without
+/// a boot: the comparison can then be redone on a changed tree.
+pub fn reparse(driver: Driver, name: &str, program: &Program, raw: &[String]) -> Result<TraceRun> {
+    let mut text = String::new();
+    for line in raw {
+        let mut v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| Error::Protocol(format!("a saved record does not parse ({e}): {line}")))?;
+        if let Some(t) = v.get_mut("trace").filter(|t| !t.is_null()) {
+            *t = serde_json::Value::from(0);
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let done = Record::Done {
+        traces: 1,
+        uptime_ms: 0,
+        paced_ms: 0,
+    };
+    text.push_str(&serde_json::to_string(&done).expect("a record serializes"));
+    text.push('\n');
+    let (mut runs, _) = parse_boot(
+        driver,
+        &[(name.to_string(), program.clone())],
+        &text,
+        "",
+        Duration::ZERO,
+    )?;
+    Ok(runs.remove(0))
+}
