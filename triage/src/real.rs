@@ -523,3 +523,87 @@ pub fn run(
         ExitCode::from(1)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idpool::driver::{NodeName, ProcState, RefState};
+
+    #[test]
+    fn a_rust_line_whose_c_limit_had_used_its_burst_is_log_lines_and_only_that() {
+        // Rust's lines are not rate-limited (finding 0003); C's
+        // binder_txn_error lines go through binder_debug's limit
+        // (binder.c:142-157), its invalid-handle line through
+        // binder_user_error's (160-171), binder_ioctl's through none (6000).
+        let d = Diff::Log {
+            c: vec![],
+            rust: vec![
+                Log::TransactionFailed,
+                Log::TransactionToInvalidHandle(4),
+                Log::IoctlFailed(idpool::driver::Errno::Inval),
+            ],
+        };
+        let (rest, dropped) = rate_limited(&d, &[Limit::Debug]).expect("one dropped");
+        assert_eq!(dropped, [Log::TransactionFailed]);
+        assert_eq!(
+            rest,
+            Diff::Log {
+                c: vec![],
+                rust: vec![
+                    Log::TransactionToInvalidHandle(4),
+                    Log::IoctlFailed(idpool::driver::Errno::Inval)
+                ]
+            },
+            "what binder_debug's limit does not explain is still compared"
+        );
+        assert_eq!(rate_limited(&d, &[]), None, "no limit had used its burst");
+        let c_only = Diff::Log {
+            c: vec![Log::TransactionFailed],
+            rust: vec![],
+        };
+        assert_eq!(
+            rate_limited(&c_only, &[Limit::Debug, Limit::UserError]),
+            None,
+            "a line C printed is never explained by its rate limit"
+        );
+    }
+
+    #[test]
+    fn the_real_drivers_refs_are_compared_without_death_notifications() {
+        // Process::debug_print prints a ref's handle, node and counts only
+        // (process.rs:642-656): the real Rust driver's refs never show one.
+        let r = |death| RefState {
+            node: NodeName {
+                owner: Pid(0),
+                ptr: 1,
+                serial: 0,
+            },
+            strong: 1,
+            weak: 0,
+            death,
+        };
+        let snap = |death| Snapshot {
+            procs: vec![ProcState {
+                alive: true,
+                refs: [(1, r(death))].into(),
+                nodes: Default::default(),
+                buffers: 0,
+            }],
+        };
+        assert_eq!(without_deaths(&snap(Some(7))), snap(None));
+        assert_eq!(
+            compare::states(&without_deaths(&snap(Some(7))), &snap(None)),
+            [],
+            "C's death notification is not a difference"
+        );
+        let mut other = snap(None);
+        other.procs[0].refs.get_mut(&1).unwrap().strong = 2;
+        let diffs = compare::states(&without_deaths(&snap(Some(7))), &other);
+        assert_eq!(diffs.len(), 1, "the counts still are: {diffs:?}");
+        let line = describe(&diffs[0]);
+        assert!(
+            line.contains("handle 1: C p0:1 s1 w0, Rust p0:1 s2 w0") && line.len() < 120,
+            "one short line: {line}"
+        );
+    }
+}
