@@ -551,3 +551,30 @@ fn reading_the_c_drivers_debug_text_queues_node_work_and_the_model_knows() {
     let m = binder_vm::compare::against_model(run, Driver::C);
     assert!(m.is_empty(), "{m:?}");
 }
+
+/// `triage real-kernel --from-raw`: a trace's saved records give the same
+/// run without a boot, whatever its index in the boot was.
+#[test]
+fn a_trace_parsed_again_from_its_records_is_the_same_run() {
+    for (driver, file) in [
+        (Driver::C, "c-7.3.4-examples.jsonl"),
+        (Driver::Rust, "rust-7.3.4-examples.jsonl"),
+    ] {
+        let all = runs(driver, file);
+        assert!(all.len() > 1);
+        for run in &all {
+            let again =
+                binder_vm::replay::reparse(driver, &run.name, &run.program, &run.raw).unwrap();
+            assert_eq!(
+                format!("{:?}", (&again.steps, &again.begin_log, &again.flush_log)),
+                format!("{:?}", (&run.steps, &run.begin_log, &run.flush_log)),
+                "{driver:?} {}",
+                run.name
+            );
+            assert_eq!(
+                format!("{:?}", (&again.end_log, again.ms, &again.error)),
+                format!("{:?}", (&run.end_log, run.ms, &run.error))
+            );
+        }
+    }
+}
