@@ -9,7 +9,7 @@
 //! another version, a window or a failing allocation is skipped with the
 //! reason.
 
-use binder_vm::compare::{against_model, changes, show_items, Mismatch};
+use binder_vm::compare::{against_model, changes, show_items, show_only, Mismatch};
 use binder_vm::klog::{self, Limit};
 use binder_vm::replay::{replay_with, Kernel, Options, Replay, TraceRun};
 use binder_vm::Driver;
@@ -238,11 +238,9 @@ fn describe(d: &Diff) -> String {
             let show = |r: &Option<idpool::driver::Ret>| r.map_or("?".into(), |r| r.to_string());
             format!("ret: C {}, Rust {}", show(c), show(rust))
         }
-        Diff::Reads { pid, c, rust } => format!(
-            "p{pid} reads: C only {}, Rust only {}",
-            show_items(c),
-            show_items(rust)
-        ),
+        Diff::Reads { pid, c, rust } => {
+            format!("p{pid} reads: {}", show_only(("C", c), ("Rust", rust)))
+        }
         Diff::Log { c, rust } => format!(
             "log: C only {}, Rust only {}",
             show_items(c),

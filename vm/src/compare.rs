@@ -317,17 +317,68 @@ fn reads((name_a, a): (&str, &Observed), (name_b, b): (&str, &Observed)) -> Vec<
         if ra != rb {
             let (x, y) = only(ra, rb);
             out.push(format!(
-                "p{pid} reads: {name_a} only {}, {name_b} only {}",
-                show_items(&x),
-                show_items(&y)
+                "p{pid} reads: {}",
+                show_only((name_a, &x), (name_b, &y))
             ));
         }
     }
     out
 }
 
+/// How many words of a long item [`show_only`] shows around where the two
+/// sides differ.
+const WORDS: usize = 6;
+
+/// What only each side holds, `A only [..], B only [..]`. When each holds
+/// one long item (a transaction with many objects), only the words where
+/// they differ are shown, the rest as `…`.
+pub fn show_only<T: fmt::Display>((name_a, a): (&str, &[T]), (name_b, b): (&str, &[T])) -> String {
+    if let ([x], [y]) = (a, b) {
+        let (x, y) = (x.to_string(), y.to_string());
+        if x.len() + y.len() > 120 {
+            let (x, y) = around_difference(&x, &y);
+            return format!("{name_a} only [{x}], {name_b} only [{y}]");
+        }
+    }
+    format!(
+        "{name_a} only {}, {name_b} only {}",
+        show_items(a),
+        show_items(b)
+    )
+}
+
+/// Two texts cut to where they differ: their first word, then from the
+/// word before the first that differs (an object's kind before its
+/// handle), at most [`WORDS`] words each, `…` for what is left out, and
+/// `(N words)` for each text's length when cut.
+pub fn around_difference(a: &str, b: &str) -> (String, String) {
+    let (wa, wb): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    let first = wa.iter().zip(&wb).take_while(|(x, y)| x == y).count();
+    let start = first.saturating_sub(1).max(usize::from(first > 0));
+    let cut = |w: &[&str]| -> String {
+        let start = start.min(w.len());
+        let end = (start + WORDS).min(w.len());
+        let mut out = Vec::new();
+        if start > 0 {
+            out.push(w[0].to_string());
+        }
+        if start > 1 {
+            out.push("…".into());
+        }
+        out.extend(w[start..end].iter().map(|s| s.to_string()));
+        if end < w.len() {
+            out.push("…".into());
+        }
+        if start > 1 || end < w.len() {
+            out.push(format!("({} words)", w.len()));
+        }
+        out.join(" ")
+    };
+    (cut(&wa), cut(&wb))
+}
+
 /// How many differing entries [`changes`] names before it only counts.
-const SHOWN: usize = 6;
+const SHOWN: usize = 3;
 
 /// The entries of two maps that differ, in words: `what K: A x, B y`
 /// (`none` where a map has no entry), the first few only and how many
@@ -458,4 +509,48 @@ pub fn real_against_real(c: &TraceRun, rust: &TraceRun) -> Vec<Mismatch> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_difference_is_one_short_line() {
+        assert_eq!(show_items(&["a", "a", "b"]), "[a ×2, b]");
+        // A transaction with many objects: only where the two differ.
+        let many = |second: &str| {
+            let mut t = format!("transaction handle 1 {second}");
+            for h in 2..40 {
+                t.push_str(&format!(" handle {h}"));
+            }
+            t
+        };
+        let line = show_only(
+            ("C", &[many("weak-handle 0")]),
+            ("Rust", &[many("weak-handle 2")]),
+        );
+        assert_eq!(
+            line,
+            "C only [transaction … weak-handle 0 handle 2 handle 3 … (81 words)], \
+             Rust only [transaction … weak-handle 2 handle 2 handle 3 … (81 words)]"
+        );
+        assert_eq!(
+            show_only(("C", &["br-noop"]), ("Rust", &[] as &[&str])),
+            "C only [br-noop], Rust only []"
+        );
+        // Maps: the first few differing entries, then a count.
+        let a: BTreeMap<u32, u32> = (0..10).map(|k| (k, k)).collect();
+        let b: BTreeMap<u32, u32> = (0..10).map(|k| (k, k + 1)).collect();
+        let c = changes("handle", ("C", &a), ("Rust", &b), |v| v.to_string()).unwrap();
+        assert!(
+            c.starts_with("handle 0: C 0, Rust 1; handle 1: C 1, Rust 2;"),
+            "{c}"
+        );
+        assert!(c.ends_with("; 7 more"), "{c}");
+        assert_eq!(
+            changes("handle", ("C", &a), ("Rust", &a), |v| v.to_string()),
+            None
+        );
+    }
 }
