@@ -2,7 +2,7 @@
 # The campaign: fuzz every target for a while, keep what it learns, triage
 # what it finds, and write a report.
 #
-#   ci/campaign.sh [--minutes N] [--jobs J] [--targets a,b] [--out DIR] [--coverage]
+#   ci/campaign.sh [--minutes N] [--jobs J] [--targets a,b] [--out DIR] [--coverage] [--no-real-kernel]
 #
 #   --minutes N   how long each target runs (default 10)
 #   --jobs J      targets fuzzed at once (default: the number of cores)
@@ -11,6 +11,8 @@
 #   --out DIR     where the report goes (default campaign-<date>/, not tracked)
 #   --coverage    also run `cargo fuzz coverage` (needs the nightly
 #                 llvm-tools-preview component)
+#   --no-real-kernel  do not replay the new corpus entries on the real C
+#                 driver (below)
 #
 # Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
 # target's coverage and exec/s. Afterwards it merges the new inputs into
@@ -21,7 +23,16 @@
 # recorder, in the order it was written), DIR/coverage.svg and
 # DIR/states.svg, their growth over time. The report is also the run's
 # result page, docs/results/<date>-campaign.md (the plots beside it).
-# Exits 1 when a crash was found.
+#
+# The new corpus entries of a target whose inputs run on the real drivers
+# (the registry's `real_kernel`) are then replayed on the real C driver,
+# Debian's 7.3.4 kernel booted in QEMU, each against our model of it
+# (`triage real-kernel --driver c --mainline --sequential`, one boot per 200
+# entries, about 0.2 s an entry); a model that disagrees with the real
+# driver is reported with the crashes. Skipped, with the reason in the
+# report, when QEMU or the kernel cannot be had (ci/kernel-vm.sh --prepare
+# installs and fetches them once) or with --no-real-kernel.
+# Exits 1 when a crash was found or a model disagreed with its real driver.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -30,6 +41,7 @@ jobs=$(nproc)
 targets=""
 out="campaign-$(date +%Y%m%d-%H%M%S)"
 coverage=0
+real_kernel=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --minutes) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--minutes needs a number"; minutes=$2; shift 2 ;;
@@ -37,6 +49,7 @@ while [ $# -gt 0 ]; do
     --targets) [ -n "${2:-}" ] || die "--targets needs a list"; targets=$2; shift 2 ;;
     --out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
     --coverage) coverage=1; shift ;;
+    --no-real-kernel) real_kernel=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -119,6 +132,7 @@ step "merging new inputs into corpus/ (libFuzzer -merge=1)"
 declare -A before after
 for t in "${list[@]}"; do
     before[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
+    ls "$ROOT/corpus/$t" | LC_ALL=C sort > "$out/$t.corpus-before"
     merged="$out/merged/$t"; mkdir -p "$merged"
     run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
         "$merged" "$ROOT/corpus/$t" "$out/new/$t" -- -merge=1 || die "merge failed for $t (see $out/$t.merge.log)"
@@ -135,6 +149,50 @@ if [ "$crashes" -gt 0 ]; then
     "$triage" report "$out/crashes" > "$out/crashes.md" || true
     # crash-*, timeout-* and oom-* artifacts alike
 fi
+
+# The new corpus entries of the targets whose inputs run on the real
+# drivers, on the real C driver. Sets real_status (a line for the report)
+# and real_divergent (how many entries a model disagreed on).
+real_status=() real_divergent=0
+real_kernel_replay() {
+    local t new n log
+    for t in "${list[@]}"; do
+        [ "$(target_field "$t" real_kernel)" = true ] || continue
+        new="$out/$t.corpus-new"
+        LC_ALL=C comm -13 "$out/$t.corpus-before" <(ls "$ROOT/corpus/$t" | LC_ALL=C sort) |
+            sed "s|^|$ROOT/corpus/$t/|" > "$new"
+        n=$(wc -l < "$new")
+        if [ "$n" -eq 0 ]; then
+            real_status+=("$t: no new corpus entry to replay on the real C driver.")
+            continue
+        fi
+        if [ "$real_kernel" -eq 0 ]; then
+            real_status+=("$t: $n new corpus entries not replayed on the real C driver (--no-real-kernel).")
+            continue
+        fi
+        if ! "$ROOT/ci/kernel-vm.sh" --prepare > "$out/real-kernel.prepare.log" 2>&1; then
+            real_status+=("$t: $n new corpus entries not replayed on the real C driver: QEMU or the kernel could not be had ($(basename "$out")/real-kernel.prepare.log: $(tail -1 "$out/real-kernel.prepare.log"))")
+            echo "real-kernel replay skipped: ci/kernel-vm.sh --prepare failed (see $out/real-kernel.prepare.log)" >&2
+            continue
+        fi
+        log="$out/$t.real-kernel.log"
+        step "replaying $n new $t corpus entries on the real C driver"
+        mkdir -p "$out/real-kernel/$t"
+        xargs -a "$new" -d '\n' ln -s -t "$out/real-kernel/$t"
+        "$triage" real-kernel --driver c --mainline --sequential "$out/real-kernel/$t" \
+            > "$log" 2> "$out/$t.real-kernel.err" || true
+        if ! grep -q '^real-kernel: .* program(s) replayed' "$log"; then
+            real_status+=("$t: the replay on the real C driver failed: $(tail -1 "$out/$t.real-kernel.err")")
+            real_divergent=$((real_divergent + 1))
+            continue
+        fi
+        local d
+        d=$(grep -c ': C: [0-9]* difference(s) from the model' "$log" || true)
+        real_divergent=$((real_divergent + d))
+        real_status+=("$t: $(grep '^real-kernel: .* program(s) replayed' "$log" | sed 's/^real-kernel: //') (of $n new entries); $d where the model and the real C driver differ. $(grep '^real-kernel: C: .* trace(s) in' "$log" | sed 's/^real-kernel: C: //')")
+    done
+}
+real_kernel_replay
 
 if [ "$coverage" -eq 1 ]; then
     step "source coverage (cargo fuzz coverage)"
@@ -181,6 +239,23 @@ stem=$(basename "$page" .md)
     else
         echo "No crash."
     fi
+    if [ ${#real_status[@]} -gt 0 ]; then
+        echo
+        echo "## The new corpus entries on the real C driver"
+        echo
+        for line in "${real_status[@]}"; do echo "- $line"; done
+        for t in "${list[@]}"; do
+            log="$out/$t.real-kernel.log"
+            [ -f "$log" ] && grep -q ': C: [0-9]* difference(s) from the model' "$log" || continue
+            echo
+            echo "Where the model of the C driver and the real driver differ ($t):"
+            echo
+            echo '```text'
+            awk '/: C: [0-9]+ difference\(s\) from the model/ { show = 1; print; next }
+                 /^    / && show { print; next } { show = 0 }' "$log"
+            echo '```'
+        done
+    fi
 } > "$out/report.md"
 # The result page: the report, its plots beside it under the page's name.
 sed "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
@@ -190,4 +265,4 @@ cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
 
 step "report: $page (and $out/report.md)"
 cat "$page"
-[ "$crashes" -eq 0 ] || exit 1
+[ "$crashes" -eq 0 ] && [ "$real_divergent" -eq 0 ] || exit 1

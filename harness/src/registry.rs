@@ -167,6 +167,12 @@ pub trait Target: Sync {
     fn hunts(&self) -> &'static [Finding] {
         &[]
     }
+    /// Whether its inputs also run on the real drivers booted in QEMU
+    /// (`triage real-kernel`): the campaign then replays each new corpus
+    /// entry there after its merge.
+    fn real_kernel(&self) -> bool {
+        false
+    }
     /// The engines that have glue for it.
     fn engines(&self) -> &'static [Engine] {
         &Engine::ALL

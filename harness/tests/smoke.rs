@@ -252,6 +252,26 @@ fn scripts_read_the_target_list_from_the_registry() {
     }
 }
 
+/// The campaign replays the new corpus entries on the real drivers for the
+/// targets the registry marks, and only for those whose inputs `triage
+/// real-kernel` reads: the command-level programs.
+#[test]
+fn the_campaign_replays_on_the_real_kernels_the_targets_the_registry_marks() {
+    use idpool_harness::targets::binder_commands::BINDER_COMMANDS;
+    let marked: Vec<&str> = idpool_harness::TARGETS
+        .iter()
+        .filter(|t| t.real_kernel())
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(marked, [BINDER_COMMANDS.name()]);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("ci/campaign.sh")).unwrap();
+    assert!(
+        text.contains("target_field \"$t\" real_kernel"),
+        "ci/campaign.sh asks the registry which targets run on the real kernels"
+    );
+}
+
 /// libFuzzer's run flags are written once, in ci/lib.sh: every script that
 /// starts libFuzzer itself passes LIBFUZZER_FLAGS (or, to vary the schedule
 /// for a comparison, LIBFUZZER_SCHEDULE) and spells none of them out.

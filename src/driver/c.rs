@@ -1339,6 +1339,27 @@ impl CDriver {
 
     // ---- observing ----------------------------------------------------------
 
+    /// What reading debugfs `binder/proc/<pid>` does to the driver
+    /// (`proc_show`, `print_binder_proc`): every node of `pid` is printed
+    /// under a temporary reference (`print_next_binder_node_ilocked`),
+    /// dropped with `binder_put_node`. That drop is
+    /// `binder_dec_node_nilocked(node, 0, 1)`, which queues the node's work
+    /// on the process's list when no reference, local weak count or other
+    /// temporary reference holds the node and it has `has_strong_ref` or
+    /// `has_weak_ref`, even when local strong counts keep its state as it
+    /// is: the next read then finds work that says nothing. The real
+    /// drivers' executor reads this file after every step; no command does.
+    pub fn print_binder_proc(&mut self, pid: Pid) {
+        if !self.procs[pid.index()].open || self.crashed {
+            return;
+        }
+        let nodes: Vec<NodeIdx> = self.procs[pid.index()].nodes.values().copied().collect();
+        for n in nodes {
+            self.node(n).tmp_refs += 1;
+            self.binder_put_node(n);
+        }
+    }
+
     /// What each process holds now.
     pub fn snapshot(&self) -> Snapshot {
         let procs = self

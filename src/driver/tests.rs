@@ -2248,6 +2248,66 @@ fn rust_do_work_locked_follows_the_counts_and_an_empty_read_is_eagain() {
     assert_eq!(run.nodes(0), NONE);
 }
 
+#[test]
+fn c_print_binder_proc_queues_the_work_of_a_node_only_local_refs_hold() {
+    // print_binder_proc, binder.c:6654-6666 (debugfs proc/<pid>, which
+    // the real drivers' executor reads after every step): each node is
+    // printed under a temporary reference (print_next_binder_node_ilocked,
+    // 6615) dropped by binder_put_node (binder_dec_node_tmpref,
+    // 987-1012), that is binder_dec_node_nilocked(node, 0, 1), which
+    // queues the node's work when no ref, local weak or temporary count
+    // holds it and it has has_strong_ref (890-898). p0's node 1, held only
+    // by the local strong ref of the buffer sent to it
+    // (binder_get_node_refs_for_txn, 2967-2982), then reads as "state
+    // unchanged" (binder_thread_read, 4946-4952): nothing added, so
+    // `goto retry` (4815-4817) and EAGAIN (4784-4786), which binder_ioctl
+    // logs (6000-6001). The same happens first without any reading: p1's
+    // ref goes (binder_cleanup_ref_olocked, 1197-1201), and its weak
+    // binder_dec_node_nilocked queues the node's work although the local
+    // strong ref keeps the node as it is.
+    let mut run = c("procs 2
+                     p1 set-manager
+                     p0 send 0 node 1
+                     p1 send 1
+                     p1 free");
+    assert_eq!(run.refs(1), NONE, "p1 gave its ref to p0's node back");
+    assert_eq!(run.nodes(0), ["n1 s1 w0 hs hw"], "the buffer's local ref");
+    assert_eq!(
+        (reads(run.last(), 0), log(run.last())),
+        (vec![], vec!["ioctl-failed EAGAIN".to_string()]),
+        "the ref's last count queued work that says nothing"
+    );
+    let o = run.step("p1 node-info 0");
+    assert_eq!(
+        (reads(&o, 0), log(&o)),
+        (vec![], vec!["ioctl-failed EINVAL".to_string()]),
+        "nothing queued: nothing to read"
+    );
+    run.driver.print_binder_proc(Pid(0));
+    assert_eq!(run.nodes(0), ["n1 s1 w0 hs hw"], "reading changes no count");
+    let o = run.step("p1 node-info 0");
+    assert_eq!(
+        (reads(&o, 0), log(&o)),
+        (
+            vec![],
+            vec![
+                "ioctl-failed EAGAIN".to_string(),
+                "ioctl-failed EINVAL".to_string()
+            ]
+        ),
+        "the work the reading queued: a read that adds nothing fails with EAGAIN"
+    );
+    let o = run.step("p1 node-info 0");
+    assert_eq!(log(&o), ["ioctl-failed EINVAL"], "read once, gone");
+    run.driver.print_binder_proc(Pid(1));
+    let o = run.step("p1 node-info 0");
+    assert_eq!(
+        log(&o),
+        ["ioctl-failed EINVAL"],
+        "p1's manager node is held by p0's ref: no work"
+    );
+}
+
 // ---- the lock a paused command keeps ----------------------------------------------
 
 #[test]

@@ -68,6 +68,14 @@ enum Command {
         /// instead of skipping it.
         #[arg(long)]
         sequential: bool,
+        /// Also write the executor's records of every trace to DIR
+        /// (`c.raw`, `rust.raw`), for `--from-raw`.
+        #[arg(long, value_name = "DIR")]
+        save_raw: Option<PathBuf>,
+        /// Boot nothing: compare the records a `--save-raw` run wrote to
+        /// DIR (the same paths and flags), on this tree's models and rules.
+        #[arg(long, value_name = "DIR")]
+        from_raw: Option<PathBuf>,
     },
     /// Replay an input step by step, allocator beside model; exit 1 if it fails.
     Repro {
@@ -167,7 +175,18 @@ fn main() -> ExitCode {
             driver,
             mainline,
             sequential,
-        } => real::run(&paths, driver, mainline, sequential),
+            save_raw,
+            from_raw,
+        } => real::run(
+            &paths,
+            driver,
+            mainline,
+            sequential,
+            real::Raw {
+                save: save_raw,
+                load: from_raw,
+            },
+        ),
         Command::Minimize {
             file,
             target,

@@ -9,11 +9,14 @@
 //! another version, a window or a failing allocation is skipped with the
 //! reason.
 
-use binder_vm::compare::{against_model, real_against_real, Mismatch};
-use binder_vm::replay::{replay_with, Kernel, Options, TraceRun};
+use binder_vm::compare::{against_model, changes, show_items, show_only, Mismatch};
+use binder_vm::klog::{self, Limit};
+use binder_vm::replay::{replay_with, Kernel, Options, Replay, TraceRun};
 use binder_vm::Driver;
-use idpool::driver::Program;
-use idpool_harness::targets::binder_commands::{compare, CmdProgram};
+use idpool::driver::{Log, Pid, Program, Snapshot};
+use idpool_harness::targets::binder_commands::compare::{self, Diff};
+use idpool_harness::targets::binder_commands::CmdProgram;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -137,7 +140,7 @@ fn load(paths: &[PathBuf], mainline: bool, sequential: bool) -> Result<Loaded, S
     Ok((ok, skipped))
 }
 
-fn replay(kernel: &Kernel, programs: &[(String, Program)]) -> Result<Vec<TraceRun>, String> {
+fn replay(kernel: &Kernel, programs: &[(String, Program)]) -> Result<Replay, String> {
     let opts = Options {
         verbose: true,
         ..Options::default()
@@ -151,7 +154,30 @@ fn replay(kernel: &Kernel, programs: &[(String, Program)]) -> Result<Vec<TraceRu
             b.wall.as_secs_f64()
         );
     }
-    Ok(result.traces)
+    Ok(result)
+}
+
+/// One driver's replay in figures: boots, traces a boot, the time to the
+/// executor, wall time a trace, and the time its traces took in the VM
+/// (pacing included).
+fn figures(driver: &str, r: &Replay) -> String {
+    let boots = r.boots.len().max(1) as f64;
+    let traces: usize = r.boots.iter().map(|b| b.traces).sum();
+    let wall: f64 = r.boots.iter().map(|b| b.wall.as_secs_f64()).sum();
+    let to_executor: f64 = r
+        .boots
+        .iter()
+        .map(|b| b.executor_start_ms as f64 / 1000.0)
+        .sum::<f64>()
+        / boots;
+    let in_vm: f64 = r.traces.iter().map(|t| t.ms as f64 / 1000.0).sum();
+    let paced: f64 = r.boots.iter().map(|b| b.paced_ms as f64 / 1000.0).sum();
+    format!(
+        "real-kernel: {driver}: {traces} trace(s) in {} boot(s) ({:.0} a boot), {wall:.1} s from QEMU's start to its exit in all, {:.2} s a trace; kernel boot to executor {to_executor:.2} s of guest time a boot; traces {in_vm:.1} s of guest time, {paced:.1} s of it waiting out the log rate limits",
+        r.boots.len(),
+        traces as f64 / boots,
+        wall / traces.max(1) as f64,
+    )
 }
 
 fn print(which: &str, name: &str, mismatches: &[Mismatch]) -> bool {
@@ -169,31 +195,137 @@ fn print(which: &str, name: &str, mismatches: &[Mismatch]) -> bool {
     false
 }
 
-/// The real drivers against each other, each difference named by the rule
-/// of `binder_commands` that explains it, or new; after a difference whose
-/// rule makes the drivers' states diverge, the rest of the trace is not
-/// compared (as the target does). Whether a new difference was seen.
-fn print_drivers(name: &str, c: &TraceRun, rust: &TraceRun) -> bool {
-    if real_against_real(c, rust).is_empty() {
-        println!("{name}: real C and real Rust: the same");
-        return false;
+/// A snapshot without its death notifications: the Rust driver's debug
+/// text prints none (`Process::debug_print`, process.rs:642-656, prints a
+/// ref's handle, node and counts only), so the real drivers' are compared
+/// without them.
+fn without_deaths(s: &Snapshot) -> Snapshot {
+    let mut s = s.clone();
+    for p in &mut s.procs {
+        for r in p.refs.values_mut() {
+            r.death = None;
+        }
     }
+    s
+}
+
+/// The lines only the real Rust driver printed that the real C driver's
+/// rate limits dropped: lines C prints through a limit (`klog::c_limit`)
+/// whose window had used its burst at this step. Finding 0003: Rust's lines
+/// are not rate-limited.
+fn rate_limited(d: &Diff, full: &[Limit]) -> Option<(Diff, Vec<Log>)> {
+    let Diff::Log { c, rust } = d else {
+        return None;
+    };
+    let (dropped, kept): (Vec<Log>, Vec<Log>) = rust
+        .iter()
+        .partition(|l| klog::c_limit(l).is_some_and(|limit| full.contains(&limit)));
+    (!dropped.is_empty()).then(|| {
+        (
+            Diff::Log {
+                c: c.clone(),
+                rust: kept,
+            },
+            dropped,
+        )
+    })
+}
+
+/// A difference in a line: only what differs.
+fn describe(d: &Diff) -> String {
+    match d {
+        Diff::Ret { c, rust } => {
+            let show = |r: &Option<idpool::driver::Ret>| r.map_or("?".into(), |r| r.to_string());
+            format!("ret: C {}, Rust {}", show(c), show(rust))
+        }
+        Diff::Reads { pid, c, rust } => {
+            format!("p{pid} reads: {}", show_only(("C", c), ("Rust", rust)))
+        }
+        Diff::Log { c, rust } => format!(
+            "log: C only {}, Rust only {}",
+            show_items(c),
+            show_items(rust)
+        ),
+        Diff::State { pid, what, refs } => {
+            let key = |m: &compare::RefMap| -> BTreeMap<u32, (Pid, u64, u32, u32, Option<u64>)> {
+                m.iter()
+                    .map(|(&h, r)| (h, (r.node.owner, r.node.ptr, r.strong, r.weak, r.death)))
+                    .collect()
+            };
+            let show = |v: &(Pid, u64, u32, u32, Option<u64>)| {
+                let death = v.4.map(|c| format!(" d{c}")).unwrap_or_default();
+                format!("{}:{} s{} w{}{death}", v.0, v.1, v.2, v.3)
+            };
+            let mut parts: Vec<String> = what
+                .split("; ")
+                .filter(|p| !p.starts_with("refs:"))
+                .map(str::to_string)
+                .collect();
+            if let Some(c) = changes(
+                "handle",
+                ("C", &key(&refs.0)),
+                ("Rust", &key(&refs.1)),
+                show,
+            ) {
+                parts.push(format!("refs: {c}"));
+            }
+            format!("p{pid} {}", parts.join("; "))
+        }
+    }
+}
+
+/// The real drivers against each other (returns, reads, log lines and
+/// references, step by step), each difference named by the rule of
+/// `binder_commands` that explains it, or new; after a difference whose
+/// rule makes the drivers' states diverge, the rest of the trace is not
+/// compared (as the target does). The count of each rule's differences is
+/// added to `by_rule` (`NEW` for those no rule names); whether a new
+/// difference was seen.
+fn print_drivers(
+    name: &str,
+    c: &TraceRun,
+    rust: &TraceRun,
+    by_rule: &mut BTreeMap<&'static str, usize>,
+) -> bool {
     let mut new = false;
+    let mut any = false;
     for (i, (sc, sr)) in c.steps.iter().zip(&rust.steps).enumerate() {
         let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed)
             .into_iter()
             .collect();
         diffs.extend(compare::reads_and_logs([&sc.observed], [&sr.observed]));
-        diffs.extend(compare::states(&sc.snapshot, &sr.snapshot));
+        diffs.extend(compare::states(
+            &without_deaths(&sc.snapshot),
+            &without_deaths(&sr.snapshot),
+        ));
         let mut diverged = false;
         for d in diffs {
+            let (d, dropped) = match rate_limited(&d, &sc.full_limits) {
+                Some((rest, dropped)) => (rest, dropped),
+                None => (d, Vec::new()),
+            };
+            if !dropped.is_empty() {
+                any = true;
+                *by_rule.entry("log-lines").or_default() += 1;
+                println!(
+                    "{name}: real C and real Rust differ at step {i} `{}` [log-lines]: Rust only {}, dropped by C's rate limit",
+                    sc.step,
+                    show_items(&dropped)
+                );
+            }
+            if matches!(&d, Diff::Log { c, rust } if c.is_empty() && rust.is_empty()) {
+                continue;
+            }
+            any = true;
             let rule = compare::explain(&sc.step, Default::default(), &d);
             new |= rule.is_none();
             diverged |= rule.is_some_and(|r| r.diverges);
             let by = rule.map_or("NEW", |r| r.name);
+            *by_rule.entry(by).or_default() += 1;
             println!(
-                "{name}: real C and real Rust differ at step {i} `{}` [{by}]: {d:?}",
-                sc.step
+                "{name}: real C and real Rust differ at step {i} `{}` [{by}]: {}",
+                sc.step,
+                describe(&d)
             );
         }
         if diverged {
@@ -201,7 +333,89 @@ fn print_drivers(name: &str, c: &TraceRun, rust: &TraceRun) -> bool {
             break;
         }
     }
+    if !any {
+        println!("{name}: real C and real Rust: the same");
+    }
     new
+}
+
+/// Where the executor's records are saved to, or read back from instead of
+/// booting.
+#[derive(Debug, Default)]
+pub struct Raw {
+    /// Write each driver's records to `DIR/<driver>.raw`.
+    pub save: Option<PathBuf>,
+    /// Read them from `DIR/<driver>.raw` instead of booting.
+    pub load: Option<PathBuf>,
+}
+
+fn raw_file(dir: &Path, driver: Driver) -> PathBuf {
+    dir.join(match driver {
+        Driver::C => "c.raw",
+        Driver::Rust => "rust.raw",
+    })
+}
+
+/// Writes every trace's records: a line `=== <name>`, then its records.
+fn save_raw(dir: &Path, driver: Driver, r: &Replay) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut text = String::new();
+    for t in &r.traces {
+        text.push_str(&format!("=== {}\n", t.name));
+        for l in &t.raw {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    let path = raw_file(dir, driver);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The runs `save_raw` wrote, parsed again, for `programs` in order.
+fn load_raw(dir: &Path, driver: Driver, programs: &[(String, Program)]) -> Result<Replay, String> {
+    let path = raw_file(dir, driver);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut saved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("=== ") {
+            current = Some(name);
+            saved.entry(name).or_default();
+        } else if let Some(name) = current {
+            saved.entry(name).or_default().push(line.to_string());
+        }
+    }
+    let mut traces = Vec::new();
+    for (name, program) in programs {
+        let raw = saved
+            .get(name.as_str())
+            .ok_or_else(|| format!("{}: no records of {name}", path.display()))?;
+        traces.push(
+            binder_vm::replay::reparse(driver, name, program, raw)
+                .map_err(|e| format!("{name}: {e}"))?,
+        );
+    }
+    Ok(Replay {
+        traces,
+        boots: Vec::new(),
+    })
+}
+
+/// One driver's runs: replayed (and saved, if asked) or read back.
+fn runs_of(
+    driver: Driver,
+    kernel: impl FnOnce() -> Result<Kernel, String>,
+    programs: &[(String, Program)],
+    raw: &Raw,
+) -> Result<Replay, String> {
+    if let Some(dir) = &raw.load {
+        return load_raw(dir, driver, programs);
+    }
+    let r = replay(&kernel()?, programs)?;
+    if let Some(dir) = &raw.save {
+        save_raw(dir, driver, &r)?;
+    }
+    Ok(r)
 }
 
 /// Replays every program under `paths` on the real drivers `which`
@@ -211,6 +425,7 @@ pub fn run(
     which: Which,
     mainline: bool,
     sequential: bool,
+    raw: Raw,
 ) -> Result<ExitCode, String> {
     let root = workspace();
     let (programs, skipped) = load(paths, mainline, sequential)?;
@@ -220,30 +435,51 @@ pub fn run(
     if programs.is_empty() {
         return Err("no program to replay".into());
     }
-    let mut agree = true;
+    let mut disagree = [0usize; 2];
     let mut new_differences = 0;
+    let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
     let c_runs = match which {
-        Which::C | Which::Both => {
-            let kernel = Kernel::c_from_cache(&root).map_err(|e| e.to_string())?;
-            Some(replay(&kernel, &programs)?)
-        }
+        Which::C | Which::Both => Some(runs_of(
+            Driver::C,
+            || Kernel::c_from_cache(&root).map_err(|e| e.to_string()),
+            &programs,
+            &raw,
+        )?),
         Which::Rust => None,
     };
     let rust_runs = match which {
-        Which::Rust | Which::Both => Some(replay(&rust_kernel(&root)?, &programs)?),
+        Which::Rust | Which::Both => Some(runs_of(
+            Driver::Rust,
+            || rust_kernel(&root),
+            &programs,
+            &raw,
+        )?),
         Which::C => None,
     };
+    let mut differing_programs = 0;
     for (i, (name, _)) in programs.iter().enumerate() {
-        if let Some(runs) = &c_runs {
-            agree &= print("C", name, &against_model(&runs[i], Driver::C));
+        if let Some(r) = &c_runs {
+            disagree[0] += usize::from(!print("C", name, &against_model(&r.traces[i], Driver::C)));
         }
-        if let Some(runs) = &rust_runs {
-            agree &= print("Rust", name, &against_model(&runs[i], Driver::Rust));
+        if let Some(r) = &rust_runs {
+            disagree[1] += usize::from(!print(
+                "Rust",
+                name,
+                &against_model(&r.traces[i], Driver::Rust),
+            ));
         }
         if let (Some(c), Some(r)) = (&c_runs, &rust_runs) {
-            new_differences += usize::from(print_drivers(name, &c[i], &r[i]));
+            let before: usize = by_rule.values().sum();
+            new_differences += usize::from(print_drivers(
+                name,
+                &c.traces[i],
+                &r.traces[i],
+                &mut by_rule,
+            ));
+            differing_programs += usize::from(by_rule.values().sum::<usize>() > before);
         }
     }
+    let agree = disagree == [0, 0];
     println!(
         "real-kernel: {} program(s) replayed, {} skipped; every model {}",
         programs.len(),
@@ -254,7 +490,26 @@ pub fn run(
             "does NOT agree with its real driver"
         }
     );
+    for (driver, runs, n) in [
+        ("C", &c_runs, disagree[0]),
+        ("Rust", &rust_runs, disagree[1]),
+    ] {
+        if let Some(r) = runs {
+            println!(
+                "real-kernel: {driver}: {n} program(s) where the model and the real driver differ"
+            );
+            if !r.boots.is_empty() {
+                println!("{}", figures(driver, r));
+            }
+        }
+    }
     if which == Which::Both {
+        println!(
+            "real-kernel: the real C and Rust drivers differ in {differing_programs} program(s); differences by rule:"
+        );
+        for (rule, n) in &by_rule {
+            println!("real-kernel:     {rule}: {n}");
+        }
         println!(
             "real-kernel: {new_differences} program(s) where the real C and Rust drivers differ in a way no rule names{}",
             if new_differences == 0 { "" } else { " (listed above as NEW)" }
@@ -265,4 +520,88 @@ pub fn run(
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idpool::driver::{NodeName, ProcState, RefState};
+
+    #[test]
+    fn a_rust_line_whose_c_limit_had_used_its_burst_is_log_lines_and_only_that() {
+        // Rust's lines are not rate-limited (finding 0003); C's
+        // binder_txn_error lines go through binder_debug's limit
+        // (binder.c:142-157), its invalid-handle line through
+        // binder_user_error's (160-171), binder_ioctl's through none (6000).
+        let d = Diff::Log {
+            c: vec![],
+            rust: vec![
+                Log::TransactionFailed,
+                Log::TransactionToInvalidHandle(4),
+                Log::IoctlFailed(idpool::driver::Errno::Inval),
+            ],
+        };
+        let (rest, dropped) = rate_limited(&d, &[Limit::Debug]).expect("one dropped");
+        assert_eq!(dropped, [Log::TransactionFailed]);
+        assert_eq!(
+            rest,
+            Diff::Log {
+                c: vec![],
+                rust: vec![
+                    Log::TransactionToInvalidHandle(4),
+                    Log::IoctlFailed(idpool::driver::Errno::Inval)
+                ]
+            },
+            "what binder_debug's limit does not explain is still compared"
+        );
+        assert_eq!(rate_limited(&d, &[]), None, "no limit had used its burst");
+        let c_only = Diff::Log {
+            c: vec![Log::TransactionFailed],
+            rust: vec![],
+        };
+        assert_eq!(
+            rate_limited(&c_only, &[Limit::Debug, Limit::UserError]),
+            None,
+            "a line C printed is never explained by its rate limit"
+        );
+    }
+
+    #[test]
+    fn the_real_drivers_refs_are_compared_without_death_notifications() {
+        // Process::debug_print prints a ref's handle, node and counts only
+        // (process.rs:642-656): the real Rust driver's refs never show one.
+        let r = |death| RefState {
+            node: NodeName {
+                owner: Pid(0),
+                ptr: 1,
+                serial: 0,
+            },
+            strong: 1,
+            weak: 0,
+            death,
+        };
+        let snap = |death| Snapshot {
+            procs: vec![ProcState {
+                alive: true,
+                refs: [(1, r(death))].into(),
+                nodes: Default::default(),
+                buffers: 0,
+            }],
+        };
+        assert_eq!(without_deaths(&snap(Some(7))), snap(None));
+        assert_eq!(
+            compare::states(&without_deaths(&snap(Some(7))), &snap(None)),
+            [],
+            "C's death notification is not a difference"
+        );
+        let mut other = snap(None);
+        other.procs[0].refs.get_mut(&1).unwrap().strong = 2;
+        let diffs = compare::states(&without_deaths(&snap(Some(7))), &other);
+        assert_eq!(diffs.len(), 1, "the counts still are: {diffs:?}");
+        let line = describe(&diffs[0]);
+        assert!(
+            line.contains("handle 1: C p0:1 s1 w0, Rust p0:1 s2 w0") && line.len() < 120,
+            "one short line: {line}"
+        );
+    }
 }

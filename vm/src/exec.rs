@@ -8,6 +8,7 @@
 //! debug files, and prints them as JSON lines ([`crate::wire::Record`]).
 
 use crate::abi::{self, br_nr, FlatObject, TransactionData};
+use crate::klog::{self, Class, Limit, RateLimits, Window};
 use crate::program;
 use crate::sys::{self, Mapping};
 use crate::wire::{
@@ -284,13 +285,17 @@ fn run(out: &mut Output) -> Result<(), String> {
     Ok(())
 }
 
-/// Counts the driver's log lines per rate-limit window (see [`Pace`]).
+/// Paces the commands against the C driver's two rate limits (see
+/// [`Pace`] and [`RateLimits`]): it follows each limit's window through the
+/// lines the driver printed, by their timestamps, and before a command
+/// waits out any window with fewer than the headroom left of its burst.
 struct Pacer {
     cfg: Pace,
     /// Whether the driver's lines are rate-limited at all (C).
     limited: bool,
-    window_start_us: Option<u64>,
-    count: u32,
+    limits: RateLimits,
+    /// A window printed its whole burst, or the kernel reported dropped
+    /// lines, during the current trace.
     incomplete: bool,
     total_us: u64,
 }
@@ -300,61 +305,90 @@ impl Pacer {
         Pacer {
             cfg,
             limited,
-            window_start_us: None,
-            count: 0,
+            limits: RateLimits::default(),
             incomplete: false,
             total_us: 0,
         }
     }
 
-    /// Before a command that may print `expect` lines (at least the
-    /// configured headroom): waits out the window if they might overflow
-    /// it. Returns the microseconds waited.
-    fn before_command(&mut self, expect: u32) -> u64 {
-        let Some(start) = self.window_start_us else {
-            return 0;
-        };
-        let end = start + self.cfg.interval_ms * 1000;
+    /// When `limit`'s window is over for sure (the kernel's 5 s and the
+    /// configured margin), in seconds of uptime.
+    fn end(&self, limit: Limit) -> Option<f64> {
+        self.limits
+            .window(limit)
+            .map(|w| w.start + self.cfg.interval_ms as f64 / 1000.0)
+    }
+
+    /// Sleeps until every window `wait(limit, window)` names is over, and
+    /// forgets the windows that are. Returns the microseconds waited.
+    fn wait_out(&mut self, wait: impl Fn(Limit, Window) -> bool) -> u64 {
         let now = sys::boottime_us();
-        if now >= end {
-            self.window_start_us = None;
-            self.count = 0;
-            return 0;
+        let mut until: Option<f64> = None;
+        for l in Limit::ALL {
+            if let (Some(w), Some(end)) = (self.limits.window(l), self.end(l)) {
+                if wait(l, w) {
+                    until = Some(until.map_or(end, |u| u.max(end)));
+                }
+            }
         }
-        if !self.cfg.enabled || self.count + expect.max(self.cfg.headroom) <= self.cfg.burst {
-            return 0;
+        let end_us = until.map_or(0, |u| (u * 1e6) as u64);
+        if end_us > now {
+            std::thread::sleep(Duration::from_micros(end_us - now));
         }
-        std::thread::sleep(Duration::from_micros(end - now));
-        self.window_start_us = None;
-        self.count = 0;
-        let waited = sys::boottime_us() - now;
+        let after = sys::boottime_us();
+        for l in Limit::ALL {
+            if self.end(l).is_some_and(|e| (e * 1e6) as u64 <= after) {
+                self.limits.expire(l);
+            }
+        }
+        let waited = if end_us > now { after - now } else { 0 };
         self.total_us += waited;
         waited
     }
 
-    /// After a command: counts the lines the rate limit applies to (all of
-    /// the driver's, except the failed-ioctl lines, which it prints with
-    /// plain `pr_info`).
-    fn observe(&mut self, lines: &[String]) {
-        let mut n = 0;
-        for l in lines {
-            if l.contains("callbacks suppressed") {
-                self.incomplete = true;
-            }
-            if l.contains("binder") && !(l.contains(" ioctl ") && l.contains(" returned ")) {
-                n += 1;
-            }
+    /// Before a command that may print `expect` lines through one limit
+    /// (at least the configured headroom): waits out a window that might
+    /// overflow. Returns the microseconds waited.
+    fn before_command(&mut self, expect: u32) -> u64 {
+        if !self.limited || !self.cfg.enabled {
+            return 0;
         }
-        if n == 0 || !self.limited {
+        let (burst, need) = (self.cfg.burst, expect.max(self.cfg.headroom));
+        self.wait_out(|_, w| w.printed + need > burst)
+    }
+
+    /// The limits whose window has printed its whole burst and is not
+    /// over: any of their lines printed now is dropped.
+    fn full(&self) -> Vec<Limit> {
+        let now = sys::boottime_us() as f64 / 1e6;
+        Limit::ALL
+            .into_iter()
+            .filter(|&l| {
+                self.limited && self.limits.full(l) && self.end(l).is_some_and(|e| now < e)
+            })
+            .collect()
+    }
+
+    /// Whether a limit's window printed its whole burst and no line of it
+    /// came since: the kernel reports what it dropped only with that
+    /// limit's next line.
+    fn owes(&self) -> bool {
+        self.limited && Limit::ALL.into_iter().any(|l| self.limits.owes(l))
+    }
+
+    /// After a command: follows the windows through its lines.
+    fn observe(&mut self, lines: &[String]) {
+        if !self.limited {
             return;
         }
-        if self.window_start_us.is_none() {
-            // The kernel's window began at the first of these lines, before
-            // now: ending ours an interval after now is late enough.
-            self.window_start_us = Some(sys::boottime_us());
+        for raw in lines {
+            let line = klog::classify(raw, Driver::C);
+            if matches!(line.class, Class::Suppressed { .. }) {
+                self.incomplete = true;
+            }
+            self.limits.observe(&line);
         }
-        self.count += n;
-        if self.count > self.cfg.burst {
+        if self.owes() {
             self.incomplete = true;
         }
     }
@@ -432,21 +466,56 @@ impl TraceRun<'_> {
                 .map_err(|e| (e, Some(s)))?;
             self.out.emit(&record);
         }
-        let mut log = Vec::new();
+        let flush = self.flush().map_err(|e| (e, None))?;
         for k in 0..self.children.len() {
             if self.children[k].alive {
                 self.close(k).map_err(|e| (e, None))?;
             }
         }
-        log.extend(klog_lines());
+        let mut log = klog_lines();
         self.pacer.observe(&log);
+        // What the closes dropped is reported here too, not in the next
+        // trace.
+        log.extend(self.flush().map_err(|e| (e, None))?);
         self.out.emit(&Record::TraceEnd {
             trace: self.index,
+            flush,
             log,
             ms: (sys::boottime_us() - t0) / 1000,
             log_may_be_incomplete: self.pacer.incomplete,
         });
         Ok(())
+    }
+
+    /// When a rate limit's window printed its whole burst (so that lines
+    /// may have been dropped), waits the window out and makes the driver
+    /// print through both limits once, from a process of its own on the
+    /// trace's device: a one-way transaction to a handle it does not have
+    /// ("got transaction to invalid handle" through `binder_user_error`,
+    /// "cannot find target node" and the failed transaction through
+    /// `binder_debug`), read back, then the process exits. Each limit's
+    /// first call after its window prints "<function>: N callbacks
+    /// suppressed" first, so every line the trace lost is counted in the
+    /// trace. The lines printed meanwhile; none when no window was full.
+    fn flush(&mut self) -> Result<Vec<String>, String> {
+        if !self.pacer.owes() {
+            return Ok(Vec::new());
+        }
+        let _ = self.pacer.wait_out(|_, w| w.printed >= RateLimits::BURST);
+        let device = self.devices.paths[self.index].clone();
+        self.children.push(spawn(&device, 0)?);
+        let k = self.children.len() - 1;
+        let probe = &mut self.children[k];
+        let reply = probe.ask(&Request::Run("send 1".into()))?;
+        if reply.ret != Some(WireRet::Ok) {
+            return Err(format!("the rate-limit probe's send: {:?}", reply.ret));
+        }
+        probe.ask(&Request::Drain)?;
+        self.close(k)?;
+        self.children.pop();
+        let log = klog_lines();
+        self.pacer.observe(&log);
+        Ok(log)
     }
 
     /// Kills what is left of a failed trace and waits for its release, so
@@ -500,6 +569,7 @@ impl TraceRun<'_> {
         }
         let log = klog_lines();
         self.pacer.observe(&log);
+        let full_limits = self.pacer.full();
         let mut procs = Vec::new();
         for child in &mut self.children {
             let state = if child.alive {
@@ -531,6 +601,7 @@ impl TraceRun<'_> {
             release,
             paced_ms: paced_us / 1000,
             us: sys::boottime_us() - t0,
+            full_limits,
             notes,
         })
     }

@@ -14,6 +14,188 @@
 
 use crate::wire::Driver;
 use idpool::driver::Log;
+use serde::{Deserialize, Serialize};
+
+/// One of the C driver's two rate limits. In 7.3, `binder_debug` (with
+/// `binder_txn_error`, its failed-transaction form) and
+/// `binder_user_error` are functions (binder.c:142-171), each printing
+/// through its one `pr_info_ratelimited`: the whole driver, every device
+/// and process, shares two limits of `DEFAULT_RATELIMIT_BURST` (10) lines
+/// per `DEFAULT_RATELIMIT_INTERVAL` (5 s) each. Its `pr_err` and
+/// `pr_info` lines are not limited; neither are the Rust driver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// `binder_user_error`.
+    UserError,
+    /// `binder_debug` and `binder_txn_error`.
+    Debug,
+}
+
+impl Limit {
+    /// Both.
+    pub const ALL: [Limit; 2] = [Limit::UserError, Limit::Debug];
+
+    /// The function `___ratelimit` names in its "N callbacks suppressed"
+    /// line (the function around the `pr_info_ratelimited`).
+    pub fn function(self) -> &'static str {
+        match self {
+            Limit::UserError => "binder_user_error",
+            Limit::Debug => "binder_debug",
+        }
+    }
+
+    /// The limit a "callbacks suppressed" line names.
+    pub fn from_function(function: &str) -> Option<Limit> {
+        Limit::ALL.into_iter().find(|l| l.function() == function)
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Limit::UserError => 0,
+            Limit::Debug => 1,
+        }
+    }
+}
+
+/// The rate limit through which the C driver prints the line our models
+/// call `log` (`None`: not limited, or a line the C driver never prints);
+/// the same as the table's entries for the lines that report it.
+pub fn c_limit(log: &Log) -> Option<Limit> {
+    match log {
+        Log::ManagerAcquiresZero
+        | Log::GotOtherHandle { .. }
+        | Log::WeakAsStrong
+        | Log::InvalidRef(_)
+        | Log::InvalidDecrement { .. }
+        | Log::TransactionToInvalidHandle(_)
+        | Log::TransactionToOwnManager
+        | Log::ObjectInvalidHandle(_)
+        | Log::DeathInvalidRef { .. }
+        | Log::DeathAlreadySet
+        | Log::DeathNotActive
+        | Log::DeathCookieMismatch
+        | Log::DeadBinderDoneNotFound
+        | Log::IncRefDoneUnexpected
+        | Log::NodeInfoBadArgs => Some(Limit::UserError),
+        Log::NoTargetNode
+        | Log::TransactionFailed
+        | Log::TranslateFailed
+        | Log::DeadProcess
+        | Log::UndeliveredTransaction
+        | Log::UndeliveredComplete
+        | Log::UndeliveredError
+        | Log::UndeliveredDeath => Some(Limit::Debug),
+        Log::ManagerAlreadySet
+        | Log::ManagerBadUid
+        | Log::InvalidIncStrongNode
+        | Log::IoctlFailed(_)
+        | Log::BadBufferObject
+        | Log::UnexpectedWork
+        | Log::Bug
+        | Log::WarnOn
+        | Log::ReadLivelock
+        | Log::RefcountUnderflow
+        | Log::PoolMismatch
+        | Log::CopyFailed
+        | Log::BufferAllocFailed => None,
+    }
+}
+
+/// A rate limit's current window, as the lines it printed show it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// When its first line was printed (the kernel's timestamp, seconds).
+    pub start: f64,
+    /// How many lines it printed.
+    pub printed: u32,
+}
+
+/// The C driver's two rate limits, followed through the lines they let
+/// through (`___ratelimit`, lib/ratelimit.c:27-110): a window begins with
+/// the first call after the previous window's interval has passed, and that
+/// call is always printed; at most `BURST` calls of a window are printed,
+/// the others dropped and counted, and the count is printed as
+/// "<function>: N callbacks suppressed" just before the first line of the
+/// next window. So a window's start is the timestamp of its first printed
+/// line, and once it printed `BURST` lines every later call in it is
+/// dropped.
+#[derive(Clone, Debug, Default)]
+pub struct RateLimits {
+    windows: [Option<Window>; 2],
+    /// Per limit: a window printed its whole burst and no later line of
+    /// the limit has been printed yet, so the kernel has yet to say
+    /// whether it dropped anything.
+    owed: [bool; 2],
+}
+
+impl RateLimits {
+    /// `DEFAULT_RATELIMIT_BURST`.
+    pub const BURST: u32 = 10;
+    /// `DEFAULT_RATELIMIT_INTERVAL` (`5 * HZ`), in seconds.
+    pub const INTERVAL: f64 = 5.0;
+
+    /// Takes a line the C driver printed into account.
+    pub fn observe(&mut self, line: &LogLine) {
+        let limits: Vec<Limit> = match (&line.class, line.limit) {
+            (Class::Suppressed { site, .. }, _) => {
+                // The next line of that limit begins a window.
+                if let Some(l) = Limit::from_function(site) {
+                    self.windows[l.index()] = None;
+                    self.owed[l.index()] = false;
+                }
+                return;
+            }
+            (_, Some(l)) => vec![l],
+            // A line of the driver no entry names: either limit, as far
+            // as we know.
+            (Class::Unclassified, None) => Limit::ALL.to_vec(),
+            _ => return,
+        };
+        let Some(t) = line.time else { return };
+        for l in limits {
+            let w = &mut self.windows[l.index()];
+            match w {
+                Some(w) if t - w.start <= Self::INTERVAL => w.printed += 1,
+                _ => {
+                    // A new window; had the last one dropped anything, the
+                    // kernel would have said so just before this line.
+                    *w = Some(Window {
+                        start: t,
+                        printed: 1,
+                    });
+                    self.owed[l.index()] = false;
+                }
+            }
+            if self.full(l) {
+                self.owed[l.index()] = true;
+            }
+        }
+    }
+
+    /// Whether `limit`'s last window printed its whole burst and no line of
+    /// the limit came after it: if it dropped lines, the kernel reports
+    /// them only with the limit's next line.
+    pub fn owes(&self, limit: Limit) -> bool {
+        self.owed[limit.index()]
+    }
+
+    /// `limit`'s current window, if it printed anything.
+    pub fn window(&self, limit: Limit) -> Option<Window> {
+        self.windows[limit.index()]
+    }
+
+    /// Whether `limit`'s current window printed its burst: every later
+    /// call within it is dropped (until the window is over).
+    pub fn full(&self, limit: Limit) -> bool {
+        self.window(limit).is_some_and(|w| w.printed >= Self::BURST)
+    }
+
+    /// Forgets `limit`'s window (its interval is known to be over).
+    pub fn expire(&mut self, limit: Limit) {
+        self.windows[limit.index()] = None;
+    }
+}
 
 /// What a log line is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,9 +238,15 @@ pub struct LogLine {
     pub message: String,
     /// What it reports.
     pub class: Class,
+    /// The rate limit it went through (C), if any.
+    pub limit: Option<Limit>,
 }
 
 type Make = fn(&[Cap]) -> Option<Class>;
+
+/// A table entry: the pattern, the rate limit its lines go through, and
+/// what a match reports.
+pub type Entry = (&'static str, Option<Limit>, Make);
 
 /// A value a placeholder captured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,13 +322,16 @@ fn undelivered(rest: &str) -> Option<Class> {
 }
 
 /// The C driver's lines (`drivers/android/binder.c`, 7.3), by function.
-pub const C_TABLE: &[(&str, Make)] = &[
+pub const C_TABLE: &[Entry] = &[
     // binder_thread_write, BC_INCREFS..BC_DECREFS on handle 0
-    ("%d:%d context manager tried to acquire desc 0", |_| {
-        log(Log::ManagerAcquiresZero)
-    }),
+    (
+        "%d:%d context manager tried to acquire desc 0",
+        Some(Limit::UserError),
+        |_| log(Log::ManagerAcquiresZero),
+    ),
     (
         "%d:%d tried to acquire reference to desc %d, got %d instead",
+        Some(Limit::UserError),
         |c| {
             log(Log::GotOtherHandle {
                 wanted: c[2].u32()?,
@@ -150,224 +341,282 @@ pub const C_TABLE: &[(&str, Make)] = &[
     ),
     (
         "%d:%d %s %d refcount change on invalid ref %d ret %d",
+        Some(Limit::UserError),
         |c| log(Log::InvalidRef(c[4].u32()?)),
     ),
     // binder_inc_ref_olocked
-    ("tried to use weak ref as strong ref", |_| {
-        log(Log::WeakAsStrong)
-    }),
+    (
+        "tried to use weak ref as strong ref",
+        Some(Limit::UserError),
+        |_| log(Log::WeakAsStrong),
+    ),
     // binder_dec_ref_olocked
-    ("%d invalid dec strong, ref %d desc %d s %d w %d", |_| {
-        log(Log::InvalidDecrement { strong: true })
-    }),
-    ("%d invalid dec weak, ref %d desc %d s %d w %d", |_| {
-        log(Log::InvalidDecrement { strong: false })
-    }),
+    (
+        "%d invalid dec strong, ref %d desc %d s %d w %d",
+        Some(Limit::UserError),
+        |_| log(Log::InvalidDecrement { strong: true }),
+    ),
+    (
+        "%d invalid dec weak, ref %d desc %d s %d w %d",
+        Some(Limit::UserError),
+        |_| log(Log::InvalidDecrement { strong: false }),
+    ),
     // binder_ioctl_set_ctx_mgr
-    ("BINDER_SET_CONTEXT_MGR already set", |_| {
+    ("BINDER_SET_CONTEXT_MGR already set", None, |_| {
         log(Log::ManagerAlreadySet)
     }),
-    ("BINDER_SET_CONTEXT_MGR bad uid %d != %d", |_| {
+    ("BINDER_SET_CONTEXT_MGR bad uid %d != %d", None, |_| {
         log(Log::ManagerBadUid)
     }),
     // binder_transaction
-    ("%d:%d got transaction to invalid handle, %u", |c| {
-        log(Log::TransactionToInvalidHandle(c[2].u32()?))
+    (
+        "%d:%d got transaction to invalid handle, %u",
+        Some(Limit::UserError),
+        |c| log(Log::TransactionToInvalidHandle(c[2].u32()?)),
+    ),
+    ("%d:%d cannot find target node", Some(Limit::Debug), |_| {
+        log(Log::NoTargetNode)
     }),
-    ("%d:%d cannot find target node", |_| log(Log::NoTargetNode)),
     (
         "%d:%d got transaction to context manager from process owning it",
+        Some(Limit::UserError),
         |_| log(Log::TransactionToOwnManager),
     ),
     (
         "%d:%d transaction %s to %d:%d failed %d/%d/%d, code %u size %d-%d line %d",
+        Some(Limit::Debug),
         |_| log(Log::TransactionFailed),
     ),
-    ("%d:%d translate handle failed", |_| {
+    ("%d:%d translate handle failed", Some(Limit::Debug), |_| {
         log(Log::TranslateFailed)
     }),
-    ("%d:%d translate binder failed", |_| {
+    ("%d:%d translate binder failed", Some(Limit::Debug), |_| {
         log(Log::TranslateFailed)
     }),
-    ("%d:%d self transactions not allowed", |_| {
-        Some(Class::Known("self-transaction"))
+    (
+        "%d:%d self transactions not allowed",
+        Some(Limit::Debug),
+        |_| Some(Class::Known("self-transaction")),
+    ),
+    ("%d:%d %s process or thread", Some(Limit::Debug), |_| {
+        log(Log::DeadProcess)
     }),
-    ("%d:%d %s process or thread", |_| log(Log::DeadProcess)),
-    ("%d:%d cannot allocate %*", |_| {
+    ("%d:%d cannot allocate %*", Some(Limit::Debug), |_| {
         Some(Class::Known("transaction-alloc-failed"))
     }),
-    ("cannot allocate buffer%*", |_| {
+    ("cannot allocate buffer%*", Some(Limit::Debug), |_| {
         Some(Class::Known("transaction-alloc-failed"))
     }),
     // binder_translate_handle
-    ("%d:%d got transaction with invalid handle, %d", |c| {
-        log(Log::ObjectInvalidHandle(c[2].u32()?))
-    }),
+    (
+        "%d:%d got transaction with invalid handle, %d",
+        Some(Limit::UserError),
+        |c| log(Log::ObjectInvalidHandle(c[2].u32()?)),
+    ),
     // binder_translate_binder
     (
         "%d:%d sending u%x node %d, cookie mismatch %x != %x",
+        Some(Limit::UserError),
         |_| Some(Class::Known("node-cookie-mismatch")),
     ),
     // binder_thread_write, death notifications
-    ("%d:%d %s invalid ref %d", |c| match c[2].text() {
-        "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
-        "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
-        _ => None,
-    }),
+    (
+        "%d:%d %s invalid ref %d",
+        Some(Limit::UserError),
+        |c| match c[2].text() {
+            "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
+            "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
+            _ => None,
+        },
+    ),
     (
         "%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set",
+        Some(Limit::UserError),
         |_| log(Log::DeathAlreadySet),
     ),
     (
         "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification not active",
+        Some(Limit::UserError),
         |_| log(Log::DeathNotActive),
     ),
     (
         "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification cookie mismatch %x != %x",
+        Some(Limit::UserError),
         |_| log(Log::DeathCookieMismatch),
     ),
-    ("%d:%d BC_DEAD_BINDER_DONE %x not found", |_| {
-        log(Log::DeadBinderDoneNotFound)
-    }),
+    (
+        "%d:%d BC_DEAD_BINDER_DONE %x not found",
+        Some(Limit::UserError),
+        |_| log(Log::DeadBinderDoneNotFound),
+    ),
     // binder_inc_node_nilocked
-    ("invalid inc strong node for %d", |_| {
+    ("invalid inc strong node for %d", None, |_| {
         log(Log::InvalidIncStrongNode)
     }),
     // binder_thread_write, BC_INCREFS_DONE / BC_ACQUIRE_DONE
     (
         "%d:%d BC_ACQUIRE_DONE node %d has no pending acquire request",
+        Some(Limit::UserError),
         |_| log(Log::IncRefDoneUnexpected),
     ),
     (
         "%d:%d BC_INCREFS_DONE node %d has no pending increfs request",
+        Some(Limit::UserError),
         |_| log(Log::IncRefDoneUnexpected),
     ),
-    ("%d:%d %s u%x no match", |_| {
+    ("%d:%d %s u%x no match", Some(Limit::UserError), |_| {
         Some(Class::Known("ref-done-no-node"))
     }),
-    ("%d:%d %s u%x node %d cookie mismatch %x != %x", |_| {
-        Some(Class::Known("ref-done-cookie-mismatch"))
-    }),
+    (
+        "%d:%d %s u%x node %d cookie mismatch %x != %x",
+        Some(Limit::UserError),
+        |_| Some(Class::Known("ref-done-cookie-mismatch")),
+    ),
     // binder_thread_write, BC_FREE_BUFFER
-    ("%d:%d BC_FREE_BUFFER %*", |_| {
+    ("%d:%d BC_FREE_BUFFER %*", Some(Limit::UserError), |_| {
         Some(Class::Known("free-buffer-no-match"))
     }),
     // binder_ioctl_get_node_info_for_ref
     (
         "%d BINDER_GET_NODE_INFO_FOR_REF: only handle may be non-zero.",
+        Some(Limit::UserError),
         |_| log(Log::NodeInfoBadArgs),
     ),
     // binder_ioctl, any failed ioctl (plain pr_info, no rate limit)
-    ("%d:%d ioctl %x %x returned %d", |c| {
+    ("%d:%d ioctl %x %x returned %d", None, |c| {
         log(Log::IoctlFailed(errno(-c[4].num()?)?))
     }),
     // binder_release_work, binder_thread_release (dead transactions)
-    ("undelivered %*", |c| undelivered(c[0].text())),
-    ("transaction release %d bad handle %d, ret = %d", |_| {
+    ("undelivered %*", Some(Limit::Debug), |c| {
+        undelivered(c[0].text())
+    }),
+    (
+        "transaction release %d bad handle %d, ret = %d",
+        None,
+        |_| log(Log::BadBufferObject),
+    ),
+    ("transaction release %d bad node %x", None, |_| {
         log(Log::BadBufferObject)
     }),
-    ("transaction release %d bad node %x", |_| {
-        log(Log::BadBufferObject)
-    }),
-    ("unexpected work type, %d, not freed", |_| {
+    ("unexpected work type, %d, not freed", None, |_| {
         log(Log::UnexpectedWork)
     }),
-    ("release %d:%d transaction %d %s, still active", |_| {
-        Some(Class::Known("release-active-transaction"))
-    }),
-    ("send failed reply for transaction %*", |_| {
-        Some(Class::Known("failed-reply-sent"))
+    (
+        "release %d:%d transaction %d %s, still active",
+        Some(Limit::Debug),
+        |_| Some(Class::Known("release-active-transaction")),
+    ),
+    (
+        "send failed reply for transaction %*",
+        Some(Limit::Debug),
+        |_| Some(Class::Known("failed-reply-sent")),
+    ),
+    // binder_set_nice, from binder_thread_read before each wait for the
+    // process's work: a process whose euid may not set the nice value
+    // binder asks for (no CAP_SYS_NICE, RLIMIT_NICE 0)
+    ("%d RLIMIT_NICE not set", Some(Limit::UserError), |_| {
+        Some(Class::Known("rlimit-nice"))
     }),
     // binder_alloc
-    ("%d: binder_alloc_buf%*", |_| {
+    ("%d: binder_alloc_buf%*", None, |_| {
         Some(Class::Known("alloc-failed"))
     }),
 ];
 
 /// The Rust driver's lines (`drivers/android/binder/`, 7.3): its
 /// `binder_debug!` lines (`pr_info!`, no rate limit) and its `pr_warn!`s.
-pub const RUST_TABLE: &[(&str, Make)] = &[
+pub const RUST_TABLE: &[Entry] = &[
     // Context::set_manager_node
-    ("BINDER_SET_CONTEXT_MGR already set", |_| {
+    ("BINDER_SET_CONTEXT_MGR already set", None, |_| {
         log(Log::ManagerAlreadySet)
     }),
     // Node::update_refcount_locked
-    ("Failure: refcount underflow!", |_| {
+    ("Failure: refcount underflow!", None, |_| {
         log(Log::RefcountUnderflow)
     }),
     // Process::get_ref_for_node (insert into by_handle)
     (
         "Detected mismatch between handle_is_present and by_handle",
+        None,
         |_| log(Log::PoolMismatch),
     ),
     // Process::update_ref (BC_INCREFS..BC_DECREFS)
-    ("%d:%d no such ref %d", |c| {
+    ("%d:%d no such ref %d", None, |c| {
         log(Log::InvalidRef(c[2].u32()?))
     }),
-    ("%d:%d tried to use weak ref as strong ref", |_| {
+    ("%d:%d tried to use weak ref as strong ref", None, |_| {
         log(Log::WeakAsStrong)
     }),
     // Thread::transaction, Process::get_transaction_node
-    ("%d:%d got transaction to invalid handle %u", |c| {
+    ("%d:%d got transaction to invalid handle %u", None, |c| {
         log(Log::TransactionToInvalidHandle(c[2].u32()?))
     }),
-    ("%d:%d transaction %s to %d:%d failed %*", |_| {
+    ("%d:%d transaction %s to %d:%d failed %*", None, |_| {
         log(Log::TransactionFailed)
     }),
-    ("%d:%d error while translating object: %*", |_| {
+    ("%d:%d error while translating object: %*", None, |_| {
         log(Log::TranslateFailed)
     }),
-    ("Failed to allocate buffer. len:%d, is_oneway:%s", |_| {
-        log(Log::BufferAllocFailed)
-    }),
-    ("%d:%d performed invalid %s decrement on ref", |c| {
+    (
+        "Failed to allocate buffer. len:%d, is_oneway:%s",
+        None,
+        |_| log(Log::BufferAllocFailed),
+    ),
+    ("%d:%d performed invalid %s decrement on ref", None, |c| {
         log(Log::InvalidDecrement {
             strong: c[2].text() == "strong",
         })
     }),
-    ("%d:%d inc_ref_done called when no active inc_refs", |_| {
-        log(Log::IncRefDoneUnexpected)
-    }),
+    (
+        "%d:%d inc_ref_done called when no active inc_refs",
+        None,
+        |_| log(Log::IncRefDoneUnexpected),
+    ),
     // Process::request_death, Process::clear_death
-    ("%d:%d %s invalid ref %d", |c| match c[2].text() {
+    ("%d:%d %s invalid ref %d", None, |c| match c[2].text() {
         "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
         "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
         _ => None,
     }),
     (
         "%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set",
+        None,
         |_| log(Log::DeathAlreadySet),
     ),
     (
         "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification not active",
+        None,
         |_| log(Log::DeathNotActive),
     ),
     (
         "%d:%d BC_CLEAR_DEATH_NOTIFICATION death notification cookie mismatch%*",
+        None,
         |_| log(Log::DeathCookieMismatch),
     ),
     // Process::deferred_release and the work it drops
-    ("%d: undelivered %*", |c| undelivered(c[1].text())),
+    ("%d: undelivered %*", None, |c| undelivered(c[1].text())),
     // Thread::write_read
-    ("Write failure %s in pid:%d", |c| {
+    ("Write failure %s in pid:%d", None, |c| {
         log(Log::IoctlFailed(rust_errno(c[0].text())?))
     }),
-    ("Read failure %s in pid:%d", |c| {
+    ("Read failure %s in pid:%d", None, |c| {
         log(Log::IoctlFailed(rust_errno(c[0].text())?))
     }),
-    ("Failure in copy_transaction_data: %*", |_| {
+    ("Failure in copy_transaction_data: %*", None, |_| {
         log(Log::CopyFailed)
     }),
-    ("Notification added to `delivered_deaths` twice.", |_| {
-        Some(Class::Known("death-delivered-twice"))
-    }),
-    ("%d:%d reply to %d failed: %*", |_| {
+    (
+        "Notification added to `delivered_deaths` twice.",
+        None,
+        |_| Some(Class::Known("death-delivered-twice")),
+    ),
+    ("%d:%d reply to %d failed: %*", None, |_| {
         Some(Class::Known("reply-failed"))
     }),
 ];
 
 /// The table of a driver.
-pub fn table(driver: Driver) -> &'static [(&'static str, Make)] {
+pub fn table(driver: Driver) -> &'static [Entry] {
     match driver {
         Driver::C => C_TABLE,
         Driver::Rust => RUST_TABLE,
@@ -469,6 +718,7 @@ pub fn classify(raw: &str, driver: Driver) -> LogLine {
         _ => (None, body),
     };
     let message = message.trim_end();
+    let mut limit = None;
     let class = if let Some(c) = matches("%s: %d callbacks suppressed", message) {
         Class::Suppressed {
             site: c[0].text().to_string(),
@@ -492,7 +742,11 @@ pub fn classify(raw: &str, driver: Driver) -> LogLine {
     } else {
         table(driver)
             .iter()
-            .find_map(|(pattern, make)| make(&matches(pattern, message)?))
+            .find_map(|(pattern, l, make)| {
+                let class = make(&matches(pattern, message)?)?;
+                limit = *l;
+                Some(class)
+            })
             .unwrap_or(Class::Unclassified)
     };
     LogLine {
@@ -502,6 +756,7 @@ pub fn classify(raw: &str, driver: Driver) -> LogLine {
         module,
         message: message.to_string(),
         class,
+        limit,
     }
 }
 
@@ -526,5 +781,70 @@ mod tests {
         assert_eq!(matches("a %d", "a 1 b"), None);
         assert_eq!(matches("x %x", "x 00ff"), Some(vec![Cap::Num(255)]));
         assert_eq!(matches("r %d", "r -22"), Some(vec![Cap::Num(-22)]));
+    }
+
+    #[test]
+    fn rate_limit_windows_follow_the_printed_lines() {
+        // ___ratelimit, lib/ratelimit.c: a window begins with the first
+        // call after the last one's interval, and prints 10 lines.
+        let debug = |t: f64| {
+            classify(
+                &format!("<6>[{t:12.6}] binder_linux: 1:1 cannot find target node"),
+                Driver::C,
+            )
+        };
+        let user = |t: f64| {
+            classify(
+                &format!(
+                    "<6>[{t:12.6}] binder_linux: 1:1 BC_CLEAR_DEATH_NOTIFICATION invalid ref 3"
+                ),
+                Driver::C,
+            )
+        };
+        assert_eq!(debug(1.0).limit, Some(Limit::Debug));
+        assert_eq!(user(1.0).limit, Some(Limit::UserError));
+        let pr_info = classify(
+            "<6>[ 1.0] binder_linux: 1:1 ioctl 1 2 returned -22",
+            Driver::C,
+        );
+        assert_eq!(
+            pr_info.limit, None,
+            "binder_ioctl's line is a plain pr_info"
+        );
+        let mut r = RateLimits::default();
+        for i in 0..9 {
+            r.observe(&debug(10.0 + f64::from(i) * 0.1));
+        }
+        r.observe(&user(10.0));
+        assert!(!r.full(Limit::Debug) && !r.owes(Limit::Debug), "9 of 10");
+        r.observe(&debug(14.9));
+        assert!(r.full(Limit::Debug) && r.owes(Limit::Debug), "the burst");
+        assert!(!r.full(Limit::UserError), "each limit its own window");
+        assert_eq!(r.window(Limit::Debug).map(|w| w.start), Some(10.0));
+        r.observe(&debug(15.1));
+        assert_eq!(
+            r.window(Limit::Debug),
+            Some(Window {
+                start: 15.1,
+                printed: 1
+            }),
+            "5 s after the window began, a line begins the next"
+        );
+        assert!(
+            !r.owes(Limit::Debug),
+            "no report came first: nothing was dropped"
+        );
+        for i in 0..9 {
+            r.observe(&debug(15.2 + f64::from(i) * 0.01));
+        }
+        assert!(r.owes(Limit::Debug));
+        r.observe(&classify(
+            "<4>[   21.0] binder_debug: 3 callbacks suppressed",
+            Driver::C,
+        ));
+        assert!(
+            !r.owes(Limit::Debug) && r.window(Limit::Debug).is_none(),
+            "reported"
+        );
     }
 }

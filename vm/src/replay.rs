@@ -5,7 +5,7 @@
 
 use crate::debugfs::{self, ProcText};
 use crate::initramfs::Initramfs;
-use crate::klog::{self, Class, LogLine};
+use crate::klog::{self, Class, Limit, LogLine};
 use crate::program;
 use crate::qemu::{self, Boot, BootError};
 use crate::wire::{Config, Driver, Pace, Record, Release, TraceFile, WireBr, WireRet};
@@ -150,6 +150,12 @@ pub struct StepRun {
     pub paced_ms: u64,
     /// Microseconds the step took in the VM.
     pub us: u64,
+    /// The C driver's rate limits whose window had printed its whole
+    /// burst, and was not over, by the end of the step (the executor
+    /// follows them by the timestamps of the lines they printed): any of
+    /// their lines the step's command or drains printed after that was
+    /// dropped.
+    pub full_limits: Vec<Limit>,
     /// What the executor or the conversion found off: unclassified log
     /// lines, unknown errnos or `BR_*`, refs to nodes never seen, ...
     pub notes: Vec<String>,
@@ -168,11 +174,17 @@ pub struct TraceRun {
     pub steps: Vec<StepRun>,
     /// Log lines printed while the processes opened the device.
     pub begin_log: Vec<LogLine>,
+    /// Log lines printed after the last step to make the kernel report
+    /// what its rate limits dropped during the steps (the executor's
+    /// flush).
+    pub flush_log: Vec<LogLine>,
     /// Log lines printed while the remaining processes closed it at the
     /// end.
     pub end_log: Vec<LogLine>,
-    /// Whether log lines may have been lost to the rate limit (then a
-    /// missing line is not a difference).
+    /// Whether log lines may have been lost to the C driver's rate limits:
+    /// a window printed its whole burst, or the kernel reported lines it
+    /// suppressed. (The comparison with the model accounts for each lost
+    /// line by the kernel's own counts; see `compare`.)
     pub log_may_be_incomplete: bool,
     /// Milliseconds in the VM.
     pub ms: u64,
@@ -483,7 +495,7 @@ pub fn parse_boot(
                 let t = trace_of(trace)?;
                 let (name, program) = &traces[t];
                 let mut c = Conv::new(driver, name.clone(), program.clone(), pids);
-                c.run.begin_log = log.iter().map(|l| klog::classify(l, driver)).collect();
+                c.run.begin_log = c.classify(&log);
                 c.run.raw.push(json.to_string());
                 runs[t] = Some(c);
             }
@@ -544,6 +556,7 @@ pub fn parse_boot(
                     pids: Vec::new(),
                     steps: Vec::new(),
                     begin_log: Vec::new(),
+                    flush_log: Vec::new(),
                     end_log: Vec::new(),
                     log_may_be_incomplete: false,
                     ms: 0,
@@ -586,6 +599,7 @@ impl Conv {
                 pids,
                 steps: Vec::new(),
                 begin_log: Vec::new(),
+                flush_log: Vec::new(),
                 end_log: Vec::new(),
                 log_may_be_incomplete: false,
                 ms: 0,
@@ -599,6 +613,13 @@ impl Conv {
         }
     }
 
+    fn classify(&self, lines: &[String]) -> Vec<LogLine> {
+        lines
+            .iter()
+            .map(|l| klog::classify(l, self.driver))
+            .collect()
+    }
+
     fn record(&mut self, record: Record) {
         match record {
             Record::Step {
@@ -610,6 +631,7 @@ impl Conv {
                 release,
                 paced_ms,
                 us,
+                full_limits,
                 notes,
                 ..
             } => {
@@ -642,8 +664,8 @@ impl Conv {
                         }
                     }
                 }
-                let log: Vec<LogLine> =
-                    log.iter().map(|l| klog::classify(l, self.driver)).collect();
+                let log = self.classify(&log);
+                self.run.log_may_be_incomplete |= !full_limits.is_empty();
                 for l in &log {
                     match &l.class {
                         Class::Log(x) => observed.log.push(*x),
@@ -686,16 +708,19 @@ impl Conv {
                     release,
                     paced_ms,
                     us,
+                    full_limits,
                     notes,
                 });
             }
             Record::TraceEnd {
+                flush,
                 log,
                 ms,
                 log_may_be_incomplete,
                 ..
             } => {
-                self.run.end_log = log.iter().map(|l| klog::classify(l, self.driver)).collect();
+                self.run.flush_log = self.classify(&flush);
+                self.run.end_log = self.classify(&log);
                 self.run.ms = ms;
                 self.run.log_may_be_incomplete |= log_may_be_incomplete;
             }
@@ -854,4 +879,35 @@ pub fn to_br(br: &WireBr) -> Result<Br, String> {
             ))
         }
     })
+}
+
+/// One trace's run again from the executor's records of it
+/// ([`TraceRun::raw`], saved by `triage real-kernel --save-raw`), without
+/// a boot: the comparison can then be redone on a changed tree.
+pub fn reparse(driver: Driver, name: &str, program: &Program, raw: &[String]) -> Result<TraceRun> {
+    let mut text = String::new();
+    for line in raw {
+        let mut v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| Error::Protocol(format!("a saved record does not parse ({e}): {line}")))?;
+        if let Some(t) = v.get_mut("trace").filter(|t| !t.is_null()) {
+            *t = serde_json::Value::from(0);
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let done = Record::Done {
+        traces: 1,
+        uptime_ms: 0,
+        paced_ms: 0,
+    };
+    text.push_str(&serde_json::to_string(&done).expect("a record serializes"));
+    text.push('\n');
+    let (mut runs, _) = parse_boot(
+        driver,
+        &[(name.to_string(), program.clone())],
+        &text,
+        "",
+        Duration::ZERO,
+    )?;
+    Ok(runs.remove(0))
 }

@@ -60,19 +60,22 @@ pub struct TraceFile {
     pub path: String,
 }
 
-/// The C driver prints `binder_user_error` lines (and its failed
-/// transaction lines) through `pr_info_ratelimited`: at most `burst` lines
-/// per `interval_ms` for each of its two call sites. The executor counts
-/// the driver's log lines since the first one of the current window and,
-/// before a command, waits out the window when fewer than `headroom` lines
-/// are left of the burst.
+/// The C driver prints its `binder_user_error` lines and its
+/// `binder_debug` lines (failed transactions, undelivered work) through
+/// `pr_info_ratelimited`, each function through its own limit: at most
+/// `burst` lines per 5 s for each (`crate::klog::Limit`). The executor
+/// follows each limit's window by the timestamps of the lines it printed
+/// and, before a command, waits out a window that has fewer than
+/// `headroom` lines left of its burst (`interval_ms` after the window's
+/// first line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pace {
     /// Whether to pace at all.
     pub enabled: bool,
     /// Lines per window (`DEFAULT_RATELIMIT_BURST`, 10).
     pub burst: u32,
-    /// The window (`DEFAULT_RATELIMIT_INTERVAL`, 5 s), plus a margin.
+    /// The window (`DEFAULT_RATELIMIT_INTERVAL`, 5 s), plus a margin for
+    /// the jiffies and the two clocks (the log's and `CLOCK_BOOTTIME`).
     pub interval_ms: u64,
     /// Lines one command may print.
     pub headroom: u32,
@@ -218,6 +221,11 @@ pub enum Record {
         paced_ms: u64,
         /// Microseconds from the command to its last snapshot.
         us: u64,
+        /// The C driver's rate limits whose window had printed its whole
+        /// burst, and was not over, at the end of the step: any of their
+        /// lines the step printed after that was dropped.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        full_limits: Vec<crate::klog::Limit>,
         /// Set when the executor saw something off (a drain error, a
         /// malformed read): the text says what.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -227,13 +235,20 @@ pub enum Record {
     TraceEnd {
         /// The trace.
         trace: usize,
-        /// Kernel log lines printed while they closed it.
+        /// Kernel log lines printed after the last step, before the
+        /// closes, to make the kernel report what its rate limits dropped
+        /// during the steps (the executor's `flush`; empty when no window
+        /// printed its whole burst).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flush: Vec<String>,
+        /// Kernel log lines printed while they closed it (and what the
+        /// closes dropped, reported the same way).
         log: Vec<String>,
         /// Milliseconds the trace took, from the first open.
         ms: u64,
         /// Whether log lines may have been lost to the rate limit during
-        /// the trace: the executor counted more lines in one window than
-        /// the burst allows, or the kernel said "callbacks suppressed".
+        /// the trace: a window printed its whole burst, or the kernel
+        /// said "callbacks suppressed".
         log_may_be_incomplete: bool,
     },
     /// The executor could not go on with a trace (or at all).

@@ -368,6 +368,10 @@ fn log_lines_of_each_table() {
         }
     );
     assert_eq!(
+        c("<6>[   16.639896] binder_linux: 96 RLIMIT_NICE not set"),
+        Class::Known("rlimit-nice")
+    );
+    assert_eq!(
         c("<6>[    1.0] binder_linux: 1:1 something new"),
         Class::Unclassified
     );
@@ -445,6 +449,132 @@ fn live_replay_matches_the_fixtures() {
                     l.name, ls.step
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn the_captured_examples_agree_with_the_models() {
+    for (driver, file) in [
+        (Driver::C, "c-7.3.4-examples.jsonl"),
+        (Driver::Rust, "rust-7.3.4-examples.jsonl"),
+    ] {
+        for run in runs(driver, file) {
+            let m = binder_vm::compare::against_model(&run, driver);
+            assert!(m.is_empty(), "{driver:?} {}: {m:?}", run.name);
+        }
+    }
+}
+
+/// The captured run of `fixtures/<name>` on the C driver.
+fn c_fixture_run(name: &str, results: &str) -> TraceRun {
+    let program = program::parse(&fixture(name)).unwrap();
+    let (mut runs, _) = parse_boot(
+        Driver::C,
+        &[(name.to_string(), program)],
+        &fixture(results),
+        "",
+        Duration::ZERO,
+    )
+    .unwrap();
+    runs.remove(0)
+}
+
+#[test]
+fn a_line_the_rate_limit_dropped_is_no_difference_when_the_kernel_counts_it() {
+    // p1's eleven one-way transactions queued behind the first, unfreed,
+    // die with the manager: eleven "undelivered transaction" lines through
+    // binder_debug (binder_cleanup_transaction, binder.c:1774-1776), ten
+    // printed, the eleventh dropped; the executor's flush then makes the
+    // kernel say "binder_debug: 1 callbacks suppressed".
+    let run = c_fixture_run("rate-limit.trace", "c-7.3.4-rate-limit.jsonl");
+    let exit = run.steps.last().unwrap();
+    let undelivered = |log: &[Log]| {
+        log.iter()
+            .filter(|l| **l == Log::UndeliveredTransaction)
+            .count()
+    };
+    assert_eq!(undelivered(&exit.observed.log), 10, "the burst");
+    assert_eq!(exit.full_limits, [klog::Limit::Debug]);
+    let reported: Vec<&Class> = run.flush_log.iter().map(|l| &l.class).collect();
+    assert!(
+        reported.contains(&&Class::Suppressed {
+            site: "binder_debug".into(),
+            count: 1
+        }),
+        "{reported:?}"
+    );
+    assert_eq!(
+        binder_vm::compare::against_model(&run, Driver::C),
+        [],
+        "the model's eleventh line is the one the kernel dropped"
+    );
+
+    let mut unreported = run.clone();
+    unreported
+        .flush_log
+        .retain(|l| !matches!(l.class, Class::Suppressed { .. }));
+    let m = binder_vm::compare::against_model(&unreported, Driver::C);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].what.contains("the kernel reported 0 suppressed"),
+        "a drop the kernel never reports: {m:?}"
+    );
+
+    let mut room_left = run.clone();
+    room_left.steps.last_mut().unwrap().full_limits.clear();
+    let m = binder_vm::compare::against_model(&room_left, Driver::C);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].what
+            .contains("binder_debug had not printed its 10 lines"),
+        "a missing line while the window had room: {m:?}"
+    );
+}
+
+#[test]
+fn reading_the_c_drivers_debug_text_queues_node_work_and_the_model_knows() {
+    // p0's node 1 is held only by the local strong ref of the buffer p1
+    // sent to it: each reading of p0's debugfs text after a step queues
+    // its work again (print_binder_proc, binder.c:6654-6666), and p0's
+    // next drain finds it empty and fails with EAGAIN.
+    let run = &c_fixture_run("debugfs-read.trace", "c-7.3.4-debugfs-read.jsonl");
+    for step in 3..run.steps.len() {
+        assert!(
+            run.steps[step]
+                .observed
+                .log
+                .contains(&Log::IoctlFailed(Errno::Again)),
+            "step {step}: p0's drain fails with EAGAIN"
+        );
+    }
+    let m = binder_vm::compare::against_model(run, Driver::C);
+    assert!(m.is_empty(), "{m:?}");
+}
+
+/// `triage real-kernel --from-raw`: a trace's saved records give the same
+/// run without a boot, whatever its index in the boot was.
+#[test]
+fn a_trace_parsed_again_from_its_records_is_the_same_run() {
+    for (driver, file) in [
+        (Driver::C, "c-7.3.4-examples.jsonl"),
+        (Driver::Rust, "rust-7.3.4-examples.jsonl"),
+    ] {
+        let all = runs(driver, file);
+        assert!(all.len() > 1);
+        for run in &all {
+            let again =
+                binder_vm::replay::reparse(driver, &run.name, &run.program, &run.raw).unwrap();
+            assert_eq!(
+                format!("{:?}", (&again.steps, &again.begin_log, &again.flush_log)),
+                format!("{:?}", (&run.steps, &run.begin_log, &run.flush_log)),
+                "{driver:?} {}",
+                run.name
+            );
+            assert_eq!(
+                format!("{:?}", (&again.end_log, again.ms, &again.error)),
+                format!("{:?}", (&run.end_log, run.ms, &run.error))
+            );
         }
     }
 }

@@ -243,7 +243,7 @@ fn print_run(run: &TraceRun, raw: bool) {
         run.pids,
         run.ms,
         if run.log_may_be_incomplete {
-            "; LOG LINES MAY HAVE BEEN DROPPED by the rate limit"
+            "; the C driver's rate limits may have dropped log lines"
         } else {
             ""
         }
@@ -298,6 +298,9 @@ fn print_run(run: &TraceRun, raw: bool) {
                 println!("      log [{tag}] {}", l.raw);
             }
         }
+    }
+    for l in &run.flush_log {
+        println!("      rate-limit flush: {}", l.raw);
     }
     for l in run.end_log.iter().chain(&run.begin_log) {
         if !matches!(l.class, Class::Known("ioctl-failed") | Class::Foreign) {

@@ -131,6 +131,9 @@ impl Target for CommandsTarget {
             Finding::FailedSetManager,
         ]
     }
+    fn real_kernel(&self) -> bool {
+        true
+    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         CmdProgram::decode(data).run()
     }
