@@ -326,6 +326,30 @@ fn kernel_dbitmap_reaches_the_interesting_paths() {
 }
 
 #[test]
+fn kernel_idpool_reaches_the_interesting_paths() {
+    let kernel = target("kernel_idpool");
+    if let Some(reason) = kernel.unavailable() {
+        println!("skipped kernel_idpool: {reason}");
+        return;
+    }
+    println!("{}", kernel.provenance().expect("the sources' provenance"));
+    let e = run_many(1000, "kernel_idpool");
+    assert!(e.grow_committed > 0, "{e:?}");
+    assert!(e.stale_grow_ignored > 0, "{e:?}");
+    assert!(e.shrink_committed > 0, "{e:?}");
+    assert!(e.shrink_refused > 0, "{e:?}");
+    assert!(e.shrink_raised_capacity > 0, "{e:?}");
+    assert!(e.alloc_failed > 0, "{e:?}");
+    assert!(e.pool_full > 0, "{e:?}");
+    assert!(e.grow_at_ceiling > 0, "{e:?}");
+    assert!(e.deep > 0, "{e:?}");
+    assert!(e.reset_refused > 0, "{e:?}");
+    // Releases and searches past the capacity, answered alike and each
+    // release logged by mainline.
+    assert!(e.out_of_range > 0, "{e:?}");
+}
+
+#[test]
 fn binder_commands_reaches_the_interesting_paths() {
     use idpool_harness::targets::binder_commands::{run_counting, CmdProgram};
     let mut e = Events::default();

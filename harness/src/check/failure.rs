@@ -80,7 +80,8 @@ pub enum FlavourName {
     Augmented,
     /// The shrinker design.
     Shrinker,
-    /// The kernel's own `dbitmap.h` beside ours (`kernel_dbitmap`).
+    /// The kernel's own code beside ours (`kernel_dbitmap`: `dbitmap.h`;
+    /// `kernel_idpool`: `id_pool.rs` and `bitmap.rs`).
     Kernel,
 }
 

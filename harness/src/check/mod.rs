@@ -179,10 +179,11 @@ checks! {
     Reclaimable => "reclaimable ids",
         "the shrinker's count of reclaimable ids (count_objects) is not what its reclaim \
          (scan_objects) would give back";
-    /// The kernel's own C and ours disagree (`kernel_dbitmap`).
+    /// The kernel's own code and ours disagree (`kernel_dbitmap`,
+    /// `kernel_idpool`).
     Kernel => "kernel",
-        "the kernel's own dbitmap.h and our DBitmap did different things on the same call; \
-         the message says which side the model stands with";
+        "the kernel's own code (dbitmap.h, or id_pool.rs and bitmap.rs) and ours did \
+         different things on the same call; the message says which side the model stands with";
     /// What the processes read after a command (`binder_commands`).
     Reads => "reads",
         "a process read other BR_* returns after a command than the driver's naive model \
