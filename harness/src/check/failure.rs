@@ -263,6 +263,7 @@ impl Failure {
             ("op", Json::str(self.op.name())),
             ("check", Json::str(self.check.to_string())),
             ("panic", Json::Bool(matches!(self.check, Check::Panic(_)))),
+            ("memory_safety", Json::Bool(self.check.is_memory_safety())),
             (
                 "flavour",
                 Json::opt_str(self.flavour.map(|x| x.to_string())),
