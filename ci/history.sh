@@ -149,7 +149,7 @@ done < <(jq -r '.[] | "\(.finding) \(.target) \(.max_len)"' <<<"$hunts")
 
 page=$(result_page history)
 {
-    page_head "Upstream's bugs, rediscovered from an empty corpus" ci/history.sh --budget "$budget"
+    page_head "Upstream's bugs, rediscovered from an empty corpus" ci/history.sh --budget "$budget" ${only:+--finding "$only"}
     echo "Seconds from starting \`cargo fuzz run\` to the crash, per libFuzzer seed (${seeds[*]})"
     echo "(\`inf\`: not found in ${budget} s), their median, and the shortest minimised trace."
     echo "Goals: median under ${goal_seconds} s, at most ${goal_ops} operations."
