@@ -187,27 +187,15 @@ impl Target for TableTarget {
     fn about(&self) -> &'static str {
         "six handle-table flavours side by side (mainline's three and the designs), on any upstream version, with injected failures, corruption and reclaims"
     }
-    /// Every known upstream finding but the double free: the header picks
-    /// the versions that have them. The double free is the kernel's C
+    /// Every finding of the allocator's history: the header picks the
+    /// versions that have them. Not the drivers' differences (a program of
+    /// commands, `binder_commands`), nor the double free (the kernel's C
     /// freeing a map twice at the process's release, which only
-    /// `kernel_dbitmap`'s historical header does for real (the tables'
+    /// `kernel_dbitmap`'s historical header does for real: the tables'
     /// model `DBitmap` counts it, `DBitmap::double_frees`, but a table is
     /// never released through `dbitmap_free`).
     fn hunts(&self) -> &'static [Finding] {
-        const HUNTS: [Finding; Finding::ALL.len() - 1] = {
-            let mut hunts = [Finding::Collision; Finding::ALL.len() - 1];
-            let mut i = 0;
-            let mut j = 0;
-            while i < Finding::ALL.len() {
-                if !matches!(Finding::ALL[i], Finding::DoubleFree) {
-                    hunts[j] = Finding::ALL[i];
-                    j += 1;
-                }
-                i += 1;
-            }
-            hunts
-        };
-        &HUNTS
+        &Finding::ALLOCATOR
     }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         TableProgram::decode(data).run(self.name)
