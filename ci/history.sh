@@ -3,11 +3,14 @@
 # finding (harness/src/history.rs) with each target that hunts it
 # (`Target::hunts`), from an empty corpus, with libFuzzer seeds 1, 2 and 3,
 # and writes per finding and target: the median seconds to find it, the
-# minimised trace's length and its signature, to a result page
-# (docs/results/<date>-history.md).
+# minimised trace's length, its signature and what reported it (a check of
+# the harness, or AddressSanitizer for a memory-safety finding), to a
+# result page (docs/results/<date>-history.md).
 #
-#   ci/history.sh [--budget SECONDS] [--warn-goals]
+#   ci/history.sh [--budget SECONDS] [--warn-goals] [--finding NAME]
 #
+#   --finding     hunts only that finding (a name of `targets --findings`,
+#                 e.g. double-free), with every target that hunts it
 #   --warn-goals  a finding found by at least one seed but slower than the
 #                 goal, or minimised to more operations, is printed as a
 #                 goal missed without failing the run (a finding no seed
@@ -21,7 +24,10 @@
 # checked by the same runs. A run counts when `triage minimize` tells its
 # minimised failure to be the finding hunted (`--json`: its `finding`), on
 # a historical version (a finding of mainline's own drivers, listed with
-# `"mainline": true`, on mainline). Exits 1 when a finding is missed, its median is not
+# `"mainline": true`, on mainline); a memory-safety finding (`--json`:
+# `memory_safety`) hunted by a target built with AddressSanitizer counts
+# only when ASan reported it in the run's log. Exits 1 when a finding is
+# missed, its median is not
 # under the goal (60 s), its minimised trace has more than 6 operations,
 # or a run ends with a crash that is not the finding; 2 on bad usage.
 # Artifacts and logs stay under ${TMPDIR:-/tmp}/idpool-history.
@@ -30,6 +36,7 @@ source "$(dirname "$0")/lib.sh"
 
 budget=60
 warn_goals=0
+only=""
 goal_seconds=60
 goal_ops=6
 while [ $# -gt 0 ]; do
@@ -38,6 +45,9 @@ while [ $# -gt 0 ]; do
         [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || die "--budget needs a number of seconds"
         budget=$2; shift 2 ;;
     --warn-goals) warn_goals=1; shift ;;
+    --finding)
+        [ $# -ge 2 ] || die "--finding needs a finding's name"
+        only=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -46,6 +56,10 @@ done
 read_registry
 hunts=$(targets --findings --json)
 [ "$(jq length <<<"$hunts")" -gt 0 ] || die "the targets binary listed no finding to hunt"
+if [ -n "$only" ]; then
+    hunts=$(jq --arg f "$only" '[.[] | select(.finding == $f)]' <<<"$hunts")
+    [ "$(jq length <<<"$hunts")" -gt 0 ] || die "no target hunts '$only' (see targets --findings)"
+fi
 seeds=(1 2 3)
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
@@ -54,15 +68,20 @@ rm -rf "$work" && mkdir -p "$work"
 step "building the targets and triage"
 triage=$(triage_bin)
 for t in $(jq -r '.[].target' <<<"$hunts" | sort -u); do
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" "$t") >/dev/null 2>&1
+    # With the flags its hunt runs with (ci/lib.sh fuzz_flags_for: an ASan
+    # build for a target that links C), so that no hunt's time includes a
+    # build.
+    read -ra flags <<<"$(fuzz_flags_for "$t")"
+    (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t") >/dev/null 2>&1
 done
 
-# One seed's hunt for finding $1 with target $2: prints "SECONDS OPS SIGNATURE"
-# when the seed found it ("inf" when it did not), and keeps the minimised
-# trace in DIR/min.trace; a crash that is not the finding is reported and
-# sets `failed`.
+# One seed's hunt for finding $1 with target $2: prints "SECONDS OPS
+# REPORTER SIGNATURE" when the seed found it ("inf" when it did not; REPORTER
+# is `check`, or `asan:<what ASan reported>` with `_` for spaces), and
+# keeps the minimised trace in DIR/min.trace; a crash that is not the
+# finding is reported and sets `failed`.
 hunt_seed() {
-    local finding=$1 target=$2 seed=$3 mainline=$4 dir="$work/$1/$2/seed-$3" start end art min
+    local finding=$1 target=$2 seed=$3 mainline=$4 dir="$work/$1/$2/seed-$3" start end art min asan
     start=$(date +%s.%N)
     IDPOOL_HISTORY=$finding hunt "$ROOT" "$target" "$dir" "$seed" "$budget" || true
     end=$(date +%s.%N)
@@ -85,29 +104,43 @@ hunt_seed() {
         echo "notit"
         return
     fi
-    printf '%s %s %s\n' "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')" \
-        "$(jq -r .operations <<<"$min")" "$(jq -r .signature <<<"$min")"
+    # What AddressSanitizer reported, e.g. "attempting double-free".
+    asan=$(sed -n 's/.*ERROR: AddressSanitizer: \([a-z-]*\( [a-z-]*\)\{0,1\}\).*/\1/p' "$dir/log" | head -n 1)
+    if [ "$(jq -r '.memory_safety // false' <<<"$min")" = true ] &&
+        [ "$(target_field "$target" sanitizer)" = address ] && [ -z "$asan" ]; then
+        echo "$finding/$target seed $seed: a memory-safety finding that AddressSanitizer did not report" >&2
+        echo "notit"
+        return
+    fi
+    local by=check
+    [ -z "$asan" ] || by="asan:${asan// /_}"
+    printf '%s %s %s %s\n' "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')" \
+        "$(jq -r .operations <<<"$min")" "$by" "$(jq -r .signature <<<"$min")"
 }
 
 failed=0
 rows=()
 while read -r finding target max_len mainline; do
-    times=() ops="" sig=""
+    times=() ops="" sig="" by=""
     for seed in "${seeds[@]}"; do
-        read -r seconds this_ops this_sig <<<"$(hunt_seed "$finding" "$target" "$seed" "$mainline")"
+        read -r seconds this_ops this_by this_sig <<<"$(hunt_seed "$finding" "$target" "$seed" "$mainline")"
         case "$seconds" in
         inf) times+=(inf); continue ;;
         notit) failed=1; times+=(inf); continue ;;
         esac
         times+=("$seconds")
         if [ -z "$ops" ] || [ "$this_ops" -lt "$ops" ]; then
-            ops=$this_ops sig=$this_sig
+            ops=$this_ops sig=$this_sig by=$this_by
             cp "$work/$finding/$target/seed-$seed/min.trace" "$work/$finding-$target.trace"
         fi
     done
     med=$(printf '%s\n' "${times[@]}" | sed 's/^inf$/99999/' | median)
-    rows+=("$(printf '| %s | %s | %s | %s | %.1f | %s | %s |' "$finding" "$target" "$max_len" \
-        "${times[*]}" "$med" "${ops:-?}" "${sig:-}")")
+    case "$by" in
+    asan:*) by="AddressSanitizer: $(tr '_' ' ' <<<"${by#asan:}")" ;;
+    check) by="a check" ;;
+    esac
+    rows+=("$(printf '| %s | %s | %s | %s | %.1f | %s | %s | %s |' "$finding" "$target" "$max_len" \
+        "${times[*]}" "$med" "${ops:-?}" "${sig:-}" "${by:-}")")
     if awk -v m="$med" -v g="$goal_seconds" 'BEGIN { exit !(m >= g) }' || [ -z "$ops" ] || [ "$ops" -gt "$goal_ops" ]; then
         echo "$finding/$target: median ${med} s, ${ops:-no} operations: goal missed" >&2
         if [ -z "$ops" ]; then
@@ -121,13 +154,13 @@ done < <(jq -r '.[] | "\(.finding) \(.target) \(.max_len) \(.mainline)"' <<<"$hu
 
 page=$(result_page history)
 {
-    page_head "Upstream's bugs, rediscovered from an empty corpus" ci/history.sh --budget "$budget"
+    page_head "Upstream's bugs, rediscovered from an empty corpus" ci/history.sh --budget "$budget" ${only:+--finding "$only"}
     echo "Seconds from starting \`cargo fuzz run\` to the crash, per libFuzzer seed (${seeds[*]})"
     echo "(\`inf\`: not found in ${budget} s), their median, and the shortest minimised trace."
     echo "Goals: median under ${goal_seconds} s, at most ${goal_ops} operations."
     echo
-    echo "| finding | target | max_len | seconds, seeds ${seeds[*]} | median s | minimised ops | signature |"
-    echo "| --- | --- | ---: | --- | ---: | ---: | --- |"
+    echo "| finding | target | max_len | seconds, seeds ${seeds[*]} | median s | minimised ops | signature | reported by |"
+    echo "| --- | --- | ---: | --- | ---: | ---: | --- | --- |"
     printf '%s\n' "${rows[@]}"
 } > "$page"
 cat "$page"

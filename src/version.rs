@@ -22,13 +22,15 @@ pub enum Driver {
 
 /// One upstream version of the handle allocator.
 ///
-/// | version | short name | what it is |
-/// | --- | --- | --- |
-/// | [`Version::C2024_06`] | `c-2024-06` | C, as first merged (June 2024, commit 15d9da3f818c) |
-/// | [`Version::CV3`] | `c-v3` | C, the v3 posting (May 2024) |
-/// | [`Version::CMainline`] | `c-mainline` | C, mainline (Linux 6.12), after "binder: fix descriptor lookup for context manager" |
-/// | [`Version::RustV1`] | `rust-v1` | Rust, the first posting of "rust_binder: use bitmap for allocation of handles" |
-/// | [`Version::RustMainline`] | `rust-mainline` | Rust, mainline (commit 5ba71195a9cb) |
+/// | version | short name | what it is | the record |
+/// | --- | --- | --- | --- |
+/// | [`Version::C2024_06`] | `c-2024-06` | C, as first merged | posted 12 June 2024 (`20240612042535.1556708-1-cmllamas@google.com`), committed 3 July 2024 as 15d9da3f818c; `dbitmap_free` as such until 3ebcd3460cad |
+/// | [`Version::CV3`] | `c-v3` | C, the v3 posting | 16 May 2024 (`20240516133952.4072309-1-cmllamas@google.com`); its threshold quoted by the review (`CAH5fLgjP8eozdA3wSari2LHyVUzaOMNTU12JWb2rzGgy9RRpsg@mail.gmail.com`) |
+/// | [`Version::CMainline`] | `c-mainline` | C, mainline | the header and `binder.c` as shipped in 6.12.118 and 7.3.4, after 11512c197d38 ("binder: fix descriptor lookup for context manager") and 3ebcd3460cad ("binder: fix double-free in dbitmap") |
+/// | [`Version::RustV1`] | `rust-v1` | Rust, before `warn_on!` (the name is historical: see below) | the v5 posting, 12 November 2025 (`20251112-binder-bitmap-v5-6-8b9d7c7eca82@google.com`), v4 reportedly the same; *not* the v1 posting (20 October 2025, `20251020-binder-bitmap-v1-2-879bec9cddc1@google.com`), which used a raw `BitmapVec` |
+/// | [`Version::RustMainline`] | `rust-mainline` | Rust, mainline | the v6 posting, 25 November 2025 (`20251125-binder-bitmap-v6-6-dedaf1d05a98@google.com`), committed as 5ba71195a9cb |
+///
+/// `docs/history-labels.md` checks each name against the record.
 ///
 /// # Which pool goes with which version
 ///
@@ -58,8 +60,10 @@ pub enum Driver {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Version {
-    /// C as first merged (June 2024, commit 15d9da3f818c, "binder: use bitmap
-    /// for faster descriptor lookup"): bit 0 is set when the dbitmap is
+    /// C as first merged (posted 12 June 2024, message id
+    /// `20240612042535.1556708-1-cmllamas@google.com`; committed 3 July 2024
+    /// as 15d9da3f818c, "binder: use bitmap for faster descriptor lookup";
+    /// the name is the posting's month): bit 0 is set when the dbitmap is
     /// created and `dbitmap_clear_bit` never clears it; `get_ref_desc_olocked`
     /// gives the context manager's node descriptor 0 without looking at the
     /// map or the tree; everyone else takes the first zero bit
@@ -73,21 +77,40 @@ pub enum Version {
     /// hold descriptor 0; the new manager's node is given 0 as well and the
     /// insert into `refs_by_desc` hits `BUG()`.
     C2024_06,
-    /// C, v3 posting (May 2024): as [`Version::C2024_06`], except that
+    /// C, v3 posting (16 May 2024, message id
+    /// `20240516133952.4072309-1-cmllamas@google.com`): as
+    /// [`Version::C2024_06`], except that
     /// `dbitmap_shrink_nbits` shrinks when `bit <= nbits / 4` (the off-by-one
-    /// caught in review) and its `dbitmap_clear_bit` has no guard for bit 0:
+    /// caught in review, message id
+    /// `CAH5fLgjP8eozdA3wSari2LHyVUzaOMNTU12JWb2rzGgy9RRpsg@mail.gmail.com`,
+    /// which quotes v3's `bit <= (dmap->nbits >> 2)`) and its
+    /// `dbitmap_clear_bit` has no guard for bit 0 (the review does not quote
+    /// it; the bit-0 rules are said to have held in v4 too):
     /// dropping the context manager's ref at descriptor 0 clears the reserved
     /// bit, and the next first-zero-bit search hands 0 to a non-manager.
     CV3,
-    /// C mainline (Linux 6.12): no reserved bit; descriptors are searched from
+    /// C mainline, as shipped in Debian's 6.12.118 and 7.3.4 (after
+    /// 11512c197d38, "binder: fix descriptor lookup for context manager",
+    /// and 3ebcd3460cad, "binder: fix double-free in dbitmap", which 6.12
+    /// received in a stable update): no reserved bit; descriptors are searched from
     /// an offset, 0 for the context manager's node and 1 otherwise, in the
     /// map (`dbitmap_acquire_next_zero_bit`) or by the slow scan.
     CMainline,
-    /// Rust, first posting (upstream thread "rust_binder: use bitmap for
-    /// allocation of handles", v1): when the pool offers an id that
-    /// `by_handle` holds, log (`pr_err!`), acquire the id and search again.
+    /// Rust before `warn_on!`: when the pool offers an id that `by_handle`
+    /// holds, log (`pr_err!`), acquire the id and search again.
+    ///
+    /// The name is historical and kept (it is in traces, docs and results):
+    /// this is the behaviour of the v5 posting of "rust_binder: use bitmap
+    /// for allocation of handles" (12 November 2025, message id
+    /// `20251112-binder-bitmap-v5-6-8b9d7c7eca82@google.com`; v4 reportedly
+    /// the same), whose review asked for `warn_on!`. The v1 posting (20
+    /// October 2025, `20251020-binder-bitmap-v1-2-879bec9cddc1@google.com`)
+    /// used a raw `BitmapVec`, not `IdPool`, and is not modelled. Elsewhere
+    /// in the project "the first posting" means this version.
     RustV1,
-    /// Rust mainline (commit 5ba71195a9cb): on that mismatch, log, `warn_on!`,
+    /// Rust mainline (the v6 posting, 25 November 2025, message id
+    /// `20251125-binder-bitmap-v6-6-dedaf1d05a98@google.com`, committed as
+    /// 5ba71195a9cb): on that mismatch, log, `warn_on!`,
     /// acquire the id and fail with `EINVAL`.
     #[default]
     RustMainline,

@@ -88,6 +88,11 @@ events! {
     /// A map was disabled at `dbitmap_init` (its allocation failed) and the
     /// run went on with it (`dbitmap_ops`, `kernel_dbitmap`).
     disabled_at_init,
+    /// A call at or past the capacity (a release, or a search from there)
+    /// reached mainline's `IdPool` too, which answered as ours does
+    /// (`None`, nothing changed) and logged each such release
+    /// (`kernel_idpool`).
+    out_of_range,
     /// A C grow size was asked at a size where the 32-bit shift wraps
     /// (2^31 bits and up; computed, not allocated).
     grow_target_wrapped,

@@ -40,9 +40,12 @@
 //! stay checked; it fails with the known finding only at the end, if
 //! nothing else failed. A fuzz target (and the corpus replay of `cargo
 //! test`) then passes quietly, unless `IDPOOL_HISTORY` names the finding
-//! (`collision`, `v3-threshold`, `rust-mismatch`, `v3-zero`, or `all`),
-//! which is what `ci/history.sh` sets. (A `concurrent_resize` program
-//! runs one table on one version: there is no other side to go on with.) Anything else is always a crash: a historical
+//! (`collision`, `v3-threshold`, `rust-mismatch`, `v3-zero`,
+//! `double-free`, ..., or `all`), which is what `ci/history.sh` sets. (A
+//! `concurrent_resize` program runs one table on one version: there is no
+//! other side to go on with; `kernel_dbitmap`'s historical header meets its
+//! double free at a release, and the run goes on with the next pool.)
+//! Anything else is always a crash: a historical
 //! version diverging from its own model in any other way, mainline
 //! diverging at all, an unexpected warning. The triage tool and the
 //! regression tests see every failure as a value, known or not; a
@@ -254,11 +257,19 @@ pub enum Finding {
     /// Mainline's drivers: a target that dies during translation
     /// (`docs/findings/0006-dying-target-reply.md`).
     DyingTargetReply,
+    /// C as merged in June 2024 (15d9da3f818c) until "binder: fix
+    /// double-free in dbitmap" (3ebcd3460cad, September 2025):
+    /// `dbitmap_free` left the map pointer dangling, so a failed grow
+    /// (which frees the map through `dbitmap_free`) followed by the
+    /// process's release frees the map twice. A memory-safety finding of
+    /// the kernel's own header with the fix reversed (`kernel_dbitmap`'s
+    /// historical side), which AddressSanitizer reports under libFuzzer.
+    DoubleFree,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 9] = [
+    pub const ALL: [Finding; 10] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -268,6 +279,7 @@ impl Finding {
         Finding::FailedSetManager,
         Finding::ManagerZeroFallback,
         Finding::DyingTargetReply,
+        Finding::DoubleFree,
     ];
 
     /// The name `IDPOOL_HISTORY` and `ci/history.sh` use.
@@ -282,6 +294,7 @@ impl Finding {
             Finding::FailedSetManager => "failed-set-manager",
             Finding::ManagerZeroFallback => "manager-zero-fallback",
             Finding::DyingTargetReply => "dying-target-reply",
+            Finding::DoubleFree => "double-free",
         }
     }
 
@@ -298,7 +311,14 @@ impl Finding {
     /// mainline's C and Rust drivers), rather than of a historical version:
     /// its failures name no historical version.
     pub fn of_mainline(self) -> bool {
-        !Finding::ALLOCATOR.contains(&self)
+        matches!(
+            self,
+            Finding::ManagerHandle
+                | Finding::NodeInfo
+                | Finding::FailedSetManager
+                | Finding::ManagerZeroFallback
+                | Finding::DyingTargetReply
+        )
     }
 
     /// The known finding `failure` is, if it is one: told by its check and
@@ -343,6 +363,16 @@ impl Finding {
                 }),
             ) if rules(*version).manager_always_zero => Some(Finding::Collision),
             (Check::HandleZero, None) if on_v3 => Some(Finding::V3Zero),
+            // The kernel's C freeing a map twice on a version whose
+            // dbitmap_free leaves the pointer behind.
+            (Check::DoubleFree, _)
+                if failure
+                    .flavour
+                    .and_then(Flavour::version)
+                    .is_some_and(Version::free_leaves_map_dangling) =>
+            {
+                Some(Finding::DoubleFree)
+            }
             (Check::DriversDiffer, Some(Detail::Drivers { rule })) => {
                 Finding::ALL.into_iter().find(|f| f.name() == *rule)
             }
@@ -524,10 +554,15 @@ fn reported() -> &'static [Finding] {
     })
 }
 
+/// Whether `IDPOOL_HISTORY` asks for `finding` to be reported.
+pub fn asked(finding: Finding) -> bool {
+    reported().contains(&finding)
+}
+
 /// Whether a fuzz target ends the run quietly on `failure`: it is a known
 /// upstream finding that `IDPOOL_HISTORY` does not ask for.
 pub fn quiet(failure: &Failure) -> bool {
-    Finding::of(failure).is_some_and(|f| !reported().contains(&f))
+    Finding::of(failure).is_some_and(|f| !asked(f))
 }
 
 /// A fuzz target's verdict on a run: its events, or a panic with the
@@ -782,6 +817,35 @@ mod tests {
         let outcomes = [Ok(128), Err(Error::NoMemory)];
         let failure = versus_at(release, [v3, june], outcomes, 512, [512, 512], [0, 1]);
         assert_eq!(Finding::of(&failure), None);
+    }
+
+    /// The double free is the kernel's C freeing a map twice on a side whose
+    /// `dbitmap_free` leaves the pointer behind (June 2024's), and only
+    /// there: the shipped header doing it is a finding of its own.
+    #[test]
+    fn the_double_free_is_a_double_free_on_june_2024s_free_only() {
+        let mut f = failure(
+            Check::DoubleFree,
+            Flavour::on(FlavourName::Kernel, Version::C2024_06),
+            None,
+        );
+        f.target = "kernel_dbitmap";
+        assert_eq!(Finding::of(&f), Some(Finding::DoubleFree));
+        assert!(f.check.is_memory_safety());
+        for flavour in [
+            Flavour::plain(FlavourName::Kernel),
+            Flavour::on(FlavourName::Kernel, Version::CMainline),
+        ] {
+            f.flavour = Some(flavour);
+            assert_eq!(Finding::of(&f), None, "{flavour}");
+        }
+        // The same version failing another check is not it either.
+        let crash = failure(
+            Check::Kernel,
+            Flavour::on(FlavourName::Kernel, Version::C2024_06),
+            None,
+        );
+        assert_eq!(Finding::of(&crash), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //!   op enum, how bytes decode to it, its kind and its trace line), its
 //!   model, its runner, its trace form and its registry entry, a `static`
 //!   in the folder's `mod.rs`. A target over another target's op language
-//!   (`dbitmap_ops` and `kernel_dbitmap` run `pool_ops`' operations on
+//!   (`dbitmap_ops`, `kernel_dbitmap` and `kernel_idpool` run `pool_ops`' operations on
 //!   other pools) holds only what differs: its pool adapter and its entry.
 //!   A target folder imports the shared machinery, and the folder whose op
 //!   language it runs; never the list.

@@ -243,6 +243,7 @@ pub struct OpsTarget<L: 'static> {
     needs: &'static [Need],
     provenance: Option<fn() -> String>,
     sanitizer: &'static str,
+    hunts: &'static [Finding],
 }
 
 impl<L: 'static> OpsTarget<L> {
@@ -256,6 +257,7 @@ impl<L: 'static> OpsTarget<L> {
             needs: &[],
             provenance: None,
             sanitizer: "none",
+            hunts: &[],
         }
     }
 
@@ -278,6 +280,13 @@ impl<L: 'static> OpsTarget<L> {
         self.sanitizer = sanitizer;
         self
     }
+
+    /// The same target, expected to rediscover `findings` from an empty
+    /// corpus ([`Target::hunts`]).
+    pub const fn hunting(mut self, findings: &'static [Finding]) -> Self {
+        self.hunts = findings;
+        self
+    }
 }
 
 impl<L: OpLang> Target for OpsTarget<L> {
@@ -295,6 +304,9 @@ impl<L: OpLang> Target for OpsTarget<L> {
     }
     fn sanitizer(&self) -> &'static str {
         self.sanitizer
+    }
+    fn hunts(&self) -> &'static [Finding] {
+        self.hunts
     }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         (self.run)(self.name, &decode::<L>(data))

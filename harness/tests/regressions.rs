@@ -114,7 +114,9 @@ fn main() {
         })
         .collect();
     // A known finding of mainline itself (the drivers' differences) has no
-    // other version to run on.
+    // other version to run on, nor has one of a historical side that runs
+    // beside mainline in every program (kernel_dbitmap's historical
+    // header): neither names a version.
     let names_versions = |p: &PathBuf| {
         std::fs::read_to_string(p).is_ok_and(|t| {
             t.lines()

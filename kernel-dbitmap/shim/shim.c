@@ -137,6 +137,25 @@ bool kdb_shim_pin_freed(const void *p)
 	return true;
 }
 
+/*
+ * Gives a pinned block back to libc: its owner forgot the dangling pointer
+ * (the wrapper's forget_dangling), so no second kfree of it can come. False
+ * when it was not pinned (never under ASan, which pins nothing).
+ */
+bool kdb_shim_unpin_freed(const void *p)
+{
+	if (!set_remove(&pinned, p))
+		return false;
+	free((void *)p);
+	return true;
+}
+
+/* Whether kfree hands every pointer to free() for ASan to report. */
+bool kdb_shim_under_asan(void)
+{
+	return KDB_ASAN;
+}
+
 unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags)
 {
 	size_t words = BITS_TO_LONGS((size_t)nbits);

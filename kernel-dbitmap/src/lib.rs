@@ -133,6 +133,8 @@ c_functions! {
         fn record_bad_frees(record: bool);
         fn bad_frees() -> c_long;
         fn pin_freed(p: *const c_ulong) -> bool;
+        fn unpin_freed(p: *const c_ulong) -> bool;
+        fn under_asan() -> bool;
         fn bitmap_zalloc(nbits: c_uint, flags: c_uint) -> *mut c_ulong;
         fn kfree(p: *const c_ulong);
         fn find_first_zero_bit(addr: *const c_ulong, size: c_ulong) -> c_ulong;
@@ -251,6 +253,15 @@ pub mod shim {
         check();
         // SAFETY: sets a thread-local flag.
         unsafe { shim_ffi::record_bad_frees(record) }
+    }
+
+    /// Whether the shim was compiled under AddressSanitizer: its `kfree`
+    /// then hands every pointer to `free()`, a second free of a block
+    /// included, for ASan to report (and end the process).
+    pub fn under_asan() -> bool {
+        check();
+        // SAFETY: returns a compile-time constant.
+        unsafe { shim_ffi::under_asan() }
     }
 
     /// How many double or invalid `kfree`s this thread made.
@@ -743,6 +754,31 @@ impl KernelDBitmap {
         // the shim catches before touching memory (or ASan does).
         unsafe { (self.ops().free)(&mut self.raw) };
         self.pin_if_dangling();
+    }
+
+    /// Whether the header left `map` pointing at a map it has freed
+    /// (`nbits == 0`, `map != NULL`): only [`Header::Historical2024`] does,
+    /// after a failed grow or a free. The next [`free`](Self::free), or the
+    /// drop, frees that map again.
+    pub fn map_dangles(&self) -> bool {
+        self.raw.nbits == 0 && !self.raw.map.is_null()
+    }
+
+    /// Forgets a dangling map without handing it to the header again, as
+    /// upstream's fix does (`dmap->map = NULL` after the `kfree`): nothing
+    /// leaks, since the map was freed when it was left dangling, and the
+    /// shim releases its pin on it. Does nothing when the map does not
+    /// dangle.
+    pub fn forget_dangling(&mut self) {
+        if !self.map_dangles() {
+            return;
+        }
+        // SAFETY: only compares the pointer with the shim's records; the
+        // block, freed by the header, is handed back to libc only if the
+        // shim still held it pinned, and `map` is cleared at once, so
+        // nothing can read or free it again.
+        unsafe { shim_ffi::unpin_freed(self.raw.map) };
+        self.raw.map = ptr::null_mut();
     }
 
     /// `dbitmap_grow_nbits`: `nbits << 1` in `unsigned int`.

@@ -104,6 +104,30 @@ fn the_sequence_is_minimal() {
     shim::record_bad_frees(false);
 }
 
+/// The wrapper sees the dangling pointer the historical header leaves
+/// (and the shipped ones never do), and forgetting it, as the fix clears
+/// it, makes the release free nothing twice and leak nothing.
+#[test]
+fn a_forgotten_dangling_map_is_neither_freed_twice_nor_leaked() {
+    if skip(Header::Historical2024) {
+        return;
+    }
+    assert!(!shim::under_asan(), "the tests are not built under ASan");
+    for header in Header::ALL.into_iter().filter(|h| h.available()) {
+        let live = shim::live_allocs();
+        let n = bad_frees(header, |d| {
+            assert!(!d.map_dangles(), "{header:?}: an enabled map");
+            d.grow(None, 128);
+            let dangles = header == Header::Historical2024;
+            assert_eq!(d.map_dangles(), dangles, "{header:?}");
+            d.forget_dangling();
+            assert!(!d.map_dangles(), "{header:?}");
+        });
+        assert_eq!(n, 0, "{header:?}");
+        assert_eq!(shim::live_allocs(), live, "{header:?}");
+    }
+}
+
 /// The model of the June 2024 version counts the double free at the same
 /// step as the historical header, and mainline's model counts none.
 #[test]

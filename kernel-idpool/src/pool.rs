@@ -17,7 +17,9 @@
 //!   `nbits` of the `bitmap_zalloc` that [`KernelReallocRequest::realloc`]
 //!   makes (the shim records it), or 64 when it makes none, because a
 //!   request of at most 64 ids is always exactly 64 (a grow asks for at
-//!   least 128, a shrink for at least 64) and needs no allocation.
+//!   least 128, a shrink for at least 64) and needs no allocation;
+//!   [`KernelReallocRequest::num_ids`] reads it before any real allocation,
+//!   off a `realloc` made to fail.
 //!
 //! # Hardened builds
 //!
@@ -228,6 +230,32 @@ impl KernelIdPool {
 }
 
 impl KernelReallocRequest {
+    /// The number of ids the request asks for, which mainline's
+    /// `ReallocRequest` keeps private: read off a `realloc` whose
+    /// allocation is made to fail. The shim records the size of every
+    /// `bitmap_zalloc` it is asked for, failing or not, and a failed
+    /// `realloc` changes nothing (the request is only read). A request that
+    /// makes no allocation is of at most 64 ids, so exactly 64 (a grow asks
+    /// for at least 128, a shrink for at least 64).
+    ///
+    /// # Panics
+    ///
+    /// When the request is larger than `BitmapVec::MAX_LEN`, which mainline
+    /// refuses without asking the allocator (its requests never are).
+    pub fn num_ids(&self) -> usize {
+        let calls = faults::calls();
+        let probe = faults::with_gfp(Gfp::Fail, || self.request.realloc(GFP_KERNEL));
+        match (probe, faults::calls() > calls) {
+            (Err(_), true) => faults::last_request().map_or(0, |(nbits, _)| nbits),
+            (Ok(_), false) => BitmapVec::MAX_INLINE_LEN,
+            (probe, called) => panic!(
+                "a request whose realloc answered {:?} with{} an allocation",
+                probe.map(|_| ()),
+                if called { "" } else { "out" }
+            ),
+        }
+    }
+
     /// `realloc(GFP_KERNEL)`; [`Gfp::Fail`] fails its allocation (there is
     /// none for a request of 64 ids).
     pub fn realloc(&self, gfp: Gfp) -> Result<KernelPoolResizer, AllocError> {

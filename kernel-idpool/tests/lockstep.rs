@@ -96,3 +96,40 @@ fn thread_fault_plan_reaches_mainline() {
     assert_eq!(pool.capacity(), 128);
     assert_eq!(faults::last_request().map(|(n, _)| n), Some(128));
 }
+
+/// A request's size, read off a `realloc` made to fail, is ours, and the
+/// probe leaves nothing behind: no planned failure, no allocation, and a
+/// real `realloc` afterwards allocates exactly that size.
+#[test]
+fn request_sizes_read_without_allocating() {
+    if common::skip_without_source() {
+        return;
+    }
+    use kernel_idpool::alloc::faults;
+    let live = live_allocs();
+    for (n, used) in [(64, 0), (128, 0), (128, 40), (256, 10), (1 << 16, 3)] {
+        let mut kernel = KernelIdPool::with_capacity(n, Gfp::Kernel).unwrap();
+        let mut ours = IdPool::with_capacity(n, Gfp::Kernel).unwrap();
+        for _ in 0..used {
+            kernel.find_unused_id(0).unwrap().acquire();
+            ours.find_unused_id(0).unwrap().acquire();
+        }
+        let pairs = [
+            (kernel.grow_request(), ours.grow_request(), "grow"),
+            (kernel.shrink_request(), ours.shrink_request(), "shrink"),
+        ];
+        for (k, o, what) in pairs {
+            let expected = o.map(|r| r.num_ids());
+            assert_eq!(k.as_ref().map(|r| r.num_ids()), expected, "{what} at {n}");
+            if let Some(k) = k {
+                faults::clear();
+                let calls = faults::calls();
+                let resizer = k.realloc(Gfp::Kernel).unwrap();
+                assert_eq!(Some(resizer.len()), expected, "{what} at {n}");
+                assert_eq!(faults::pending(), 0);
+                assert!(faults::calls() <= calls + 1);
+            }
+        }
+    }
+    assert_eq!(live_allocs(), live, "the probes left an allocation behind");
+}

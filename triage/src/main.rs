@@ -344,6 +344,10 @@ fn written_json(path: &Path, from: &Trace, min: &Trace, failure: &Failure) -> Js
             "finding",
             Json::opt_str(Finding::of(failure).map(Finding::name)),
         ),
+        (
+            "memory_safety",
+            Json::Bool(failure.check.is_memory_safety()),
+        ),
     ])
 }
 

@@ -80,7 +80,8 @@ pub enum FlavourName {
     Augmented,
     /// The shrinker design.
     Shrinker,
-    /// The kernel's own `dbitmap.h` beside ours (`kernel_dbitmap`).
+    /// The kernel's own code beside ours (`kernel_dbitmap`: `dbitmap.h`;
+    /// `kernel_idpool`: `id_pool.rs` and `bitmap.rs`).
     Kernel,
 }
 
@@ -262,6 +263,7 @@ impl Failure {
             ("op", Json::str(self.op.name())),
             ("check", Json::str(self.check.to_string())),
             ("panic", Json::Bool(matches!(self.check, Check::Panic(_)))),
+            ("memory_safety", Json::Bool(self.check.is_memory_safety())),
             (
                 "flavour",
                 Json::opt_str(self.flavour.map(|x| x.to_string())),

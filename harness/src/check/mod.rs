@@ -179,10 +179,16 @@ checks! {
     Reclaimable => "reclaimable ids",
         "the shrinker's count of reclaimable ids (count_objects) is not what its reclaim \
          (scan_objects) would give back";
-    /// The kernel's own C and ours disagree (`kernel_dbitmap`).
+    /// The kernel's own code and ours disagree (`kernel_dbitmap`,
+    /// `kernel_idpool`).
     Kernel => "kernel",
-        "the kernel's own dbitmap.h and our DBitmap did different things on the same call; \
-         the message says which side the model stands with";
+        "the kernel's own code (dbitmap.h, or id_pool.rs and bitmap.rs) and ours did \
+         different things on the same call; the message says which side the model stands with";
+    /// The kernel's own C freed a map it had already freed
+    /// (`kernel_dbitmap`'s historical header, at the process's release).
+    DoubleFree => "double free",
+        "memory safety: the kernel's own C freed a map it had already freed (a use after free \
+         in the kernel), which AddressSanitizer reports under the fuzzers";
     /// What the processes read after a command (`binder_commands`).
     Reads => "reads",
         "a process read other BR_* returns after a command than the driver's naive model \
@@ -195,6 +201,15 @@ checks! {
     DriversDiffer => "drivers differ",
         "the C and the Rust driver showed userspace different things for the same commands; \
          the message names the known difference, or none if it is new";
+}
+
+impl Check {
+    /// Whether a failure of this check is a memory-safety error of the code
+    /// under test (which AddressSanitizer reports, under the fuzzers),
+    /// rather than a difference from a model.
+    pub fn is_memory_safety(&self) -> bool {
+        matches!(self, Check::DoubleFree)
+    }
 }
 
 /// The kind of operation a failure happened in: its name in signatures and

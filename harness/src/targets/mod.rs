@@ -21,6 +21,7 @@ pub mod concurrent_resize;
 pub mod dbitmap_ops;
 pub mod handle_table;
 pub mod kernel_dbitmap;
+pub mod kernel_idpool;
 pub mod pool_ops;
 
 /// Every target, in a fixed order (the `trace_roundtrip` target picks one
@@ -31,6 +32,7 @@ pub static TARGETS: &[&dyn Target] = &[
     &handle_table::HANDLE_TABLE,
     &concurrent_resize::CONCURRENT_RESIZE,
     &kernel_dbitmap::KERNEL_DBITMAP,
+    &kernel_idpool::KERNEL_IDPOOL,
     &binder_commands::BINDER_COMMANDS,
     &TRACE_ROUNDTRIP,
 ];

@@ -188,7 +188,12 @@ impl Target for TableTarget {
         "six handle-table flavours side by side (mainline's three and the designs), on any upstream version, with injected failures, corruption and reclaims"
     }
     /// Every finding of the allocator's history: the header picks the
-    /// versions that have them.
+    /// versions that have them. Not the drivers' differences (a program of
+    /// commands, `binder_commands`), nor the double free (the kernel's C
+    /// freeing a map twice at the process's release, which only
+    /// `kernel_dbitmap`'s historical header does for real: the tables'
+    /// model `DBitmap` counts it, `DBitmap::double_frees`, but a table is
+    /// never released through `dbitmap_free`).
     fn hunts(&self) -> &'static [Finding] {
         &Finding::ALLOCATOR
     }

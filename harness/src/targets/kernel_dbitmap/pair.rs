@@ -22,12 +22,45 @@
 //! allocation above [`MAX_ALLOC_BITS`] fails on both sides without asking
 //! the C (ours refuses above `i32::MAX` bits, where the C would allocate
 //! 256 MiB).
+//!
+//! # The historical header, and its double free
+//!
+//! A third side runs beside the two: the kernel's header with upstream's
+//! fix "binder: fix double-free in dbitmap" (3ebcd3460cad, September 2025)
+//! reversed ([`Header::Historical2024`], built by `kernel-dbitmap`), whose
+//! `dbitmap_free` frees the map and leaves the pointer behind, as merged in
+//! June 2024 (`c-2024-06`). Every call runs on it too, with its own maps,
+//! and its state is compared with the shipped header's after every call:
+//! the patch changes nothing else. The difference comes at the process's
+//! release ([`PoolApi::deferred_release`]: when a reset replaces the pool,
+//! and after the last step), `binder_deferred_release`'s `dbitmap_free`:
+//! after a failed grow (which freed the map through `dbitmap_free`) the
+//! historical header frees the map a second time. That is upstream's
+//! double free, a memory-safety finding ([`Check::DoubleFree`], the known
+//! finding [`Finding::DoubleFree`]), and it is made for real:
+//!
+//! - without AddressSanitizer (the triage tool, the tests, the other
+//!   engines), the shim records the second `kfree` instead of aborting,
+//!   and the release reports it;
+//! - under AddressSanitizer (libFuzzer), when `IDPOOL_HISTORY` asks for
+//!   `double-free` (`ci/history.sh`), the second `kfree` reaches `free()`
+//!   and ASan reports the double free and ends the process;
+//! - under AddressSanitizer otherwise (a campaign, for which the finding
+//!   is known and quiet), the dangling pointer is forgotten, as the fix
+//!   clears it, without the second free, and the release reports the
+//!   finding from the pointer the header left behind.
+//!
+//! Either way the map was freed once and nothing leaks, and the pair's own
+//! drop never frees a dangling map again.
 
 use crate::check::{Check, Flavour, FlavourName};
+use crate::history::{self, Finding};
 use crate::targets::dbitmap_ops::dbitmap_grow_target_at;
-use crate::targets::pool_ops::{Built, PoolApi, Refused, Resize, Shape, DBITMAP_RESET_LIMIT};
-use idpool::{Bitmap, DBitmap, Gfp};
-use kernel_dbitmap::{KernelBitmap, KernelDBitmap};
+use crate::targets::pool_ops::{
+    Built, PoolApi, Refused, Released, Resize, Shape, DBITMAP_RESET_LIMIT,
+};
+use idpool::{Bitmap, DBitmap, Gfp, Version};
+use kernel_dbitmap::{shim, Header, KernelBitmap, KernelDBitmap};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -46,11 +79,14 @@ pub fn unavailable() -> Option<String> {
     kernel_dbitmap::unavailable_reason().map(str::to_owned)
 }
 
-/// Ours and the kernel's, driven in lockstep.
+/// Ours and the kernel's, driven in lockstep, with the historical header
+/// beside the kernel's.
 #[derive(Debug)]
 pub struct KernelPair {
     ours: DBitmap,
     kernel: KernelDBitmap,
+    /// The historical header ([`Header::Historical2024`]), when built.
+    historical: Option<KernelDBitmap>,
     /// The first disagreement, kept until [`PoolApi::diverged`] takes it
     /// (shared with the requests and resizers, which compare too).
     divergence: Slot,
@@ -72,24 +108,44 @@ fn record(slot: &Slot, what: impl FnOnce() -> String) {
 #[derive(Debug)]
 pub struct PairRequest {
     nbits: usize,
+    /// Whether the historical header's map is allocated too.
+    historical: bool,
     divergence: Slot,
 }
 
 /// A resize allocated on both sides: ours, the kernel's (either `None` for
-/// NULL), and the size both were asked for.
+/// NULL), the historical header's (`None` without that side), and the size
+/// all were asked for.
 #[derive(Debug)]
 pub struct PairResizer {
     ours: Option<Bitmap>,
     kernel: Option<KernelBitmap>,
+    historical: Option<Option<KernelBitmap>>,
     nbits: usize,
     divergence: Slot,
 }
+
+/// The historical header's `dbitmap_init`, when it was built.
+fn historical_init(gfp: Gfp) -> Option<KernelDBitmap> {
+    let header = Header::Historical2024;
+    header
+        .available()
+        .then(|| KernelDBitmap::init_from(gfp, header))
+}
+
+/// The flavour of the historical header's findings: the kernel's code with
+/// `dbitmap_free` as merged in June 2024.
+pub const HISTORICAL: Flavour = Flavour::One {
+    name: FlavourName::Kernel,
+    version: Some(Version::C2024_06),
+};
 
 impl KernelPair {
     fn fresh() -> Self {
         KernelPair {
             ours: DBitmap::init(Gfp::Kernel),
             kernel: KernelDBitmap::init(Gfp::Kernel),
+            historical: historical_init(Gfp::Kernel),
             divergence: Slot::default(),
         }
     }
@@ -106,14 +162,29 @@ impl KernelPair {
         }
     }
 
+    /// Compares one value of the shipped header and the historical one.
+    fn beside<T: PartialEq + core::fmt::Debug>(&self, what: &str, kernel: T, historical: T) {
+        if kernel != historical {
+            self.record(|| {
+                format!("{what}: kernel {kernel:?}, the historical header {historical:?}")
+            });
+        }
+    }
+
     /// Compares every observable of the two maps: enabled, nbits, the set
-    /// bits, `grow_nbits`, `shrink_nbits`.
+    /// bits, `grow_nbits`, `shrink_nbits`; and the historical header's with
+    /// the kernel's, its words included.
     fn compare_state(&self, when: &str) {
         let (k, o) = (&self.kernel, &self.ours);
         let state = |enabled, nbits, grow, shrink| {
             format!("enabled {enabled}, nbits {nbits}, grow_nbits {grow}, shrink_nbits {shrink}")
         };
         let kernel = state(k.enabled(), k.nbits(), k.grow_nbits(), k.shrink_nbits());
+        if let Some(h) = &self.historical {
+            let historical = state(h.enabled(), h.nbits(), h.grow_nbits(), h.shrink_nbits());
+            self.beside(&format!("{when}: state"), &kernel, &historical);
+            self.beside(&format!("{when}: words"), k.words(), h.words());
+        }
         let ours = state(o.enabled(), o.nbits(), o.grow_nbits(), o.shrink_nbits());
         if kernel != ours {
             self.record(|| format!("{when}: kernel ({kernel}), ours ({ours})"));
@@ -150,9 +221,10 @@ impl KernelPair {
         }
     }
 
-    /// `bitmap_zalloc(nbits)` on both sides; above [`MAX_ALLOC_BITS`] both
-    /// fail without asking the C.
-    fn zalloc(nbits: usize, gfp: Gfp, divergence: &Slot) -> PairResizer {
+    /// `bitmap_zalloc(nbits)` on every side (the historical header's when
+    /// `historical`); above [`MAX_ALLOC_BITS`] all fail without asking the
+    /// C.
+    fn zalloc(nbits: usize, gfp: Gfp, historical: bool, divergence: &Slot) -> PairResizer {
         let gfp = if nbits > MAX_ALLOC_BITS {
             Gfp::Fail
         } else {
@@ -161,6 +233,7 @@ impl KernelPair {
         PairResizer {
             ours: DBitmap::zalloc(nbits, gfp),
             kernel: KernelDBitmap::zalloc(nbits, gfp),
+            historical: historical.then(|| KernelDBitmap::zalloc(nbits, gfp)),
             nbits,
             divergence: divergence.clone(),
         }
@@ -171,6 +244,7 @@ impl KernelPair {
         let PairResizer {
             ours,
             kernel,
+            historical,
             nbits,
             ..
         } = resizer;
@@ -178,11 +252,17 @@ impl KernelPair {
             Resize::Grow => {
                 self.ours.grow(ours, nbits);
                 self.kernel.grow(kernel, nbits);
+                if let (Some(h), Some(new)) = (&mut self.historical, historical) {
+                    h.grow(new, nbits);
+                }
                 "dbitmap_grow"
             }
             Resize::Shrink => {
                 self.ours.shrink(ours, nbits);
                 self.kernel.shrink(kernel, nbits);
+                if let (Some(h), Some(new)) = (&mut self.historical, historical) {
+                    h.shrink(new, nbits);
+                }
                 "dbitmap_shrink"
             }
         };
@@ -244,6 +324,7 @@ impl PoolApi for KernelPair {
         let pair = KernelPair {
             ours: DBitmap::init(Gfp::Fail),
             kernel: KernelDBitmap::init(Gfp::Fail),
+            historical: historical_init(Gfp::Fail),
             divergence: Slot::default(),
         };
         pair.compare_state("after a failed dbitmap_init");
@@ -259,6 +340,10 @@ impl PoolApi for KernelPair {
             return None;
         }
         let kernel = self.kernel.acquire_next_zero_bit(offset);
+        if let Some(h) = &mut self.historical {
+            let historical = h.acquire_next_zero_bit(offset);
+            self.beside("dbitmap_acquire_next_zero_bit", kernel, historical);
+        }
         let ours = self.ours.acquire_next_zero_bit(offset);
         self.same(
             &format!("dbitmap_acquire_next_zero_bit(offset {offset})"),
@@ -270,12 +355,18 @@ impl PoolApi for KernelPair {
     /// The C has no 32-bit read of a found id.
     fn find(&mut self, offset: usize) -> Option<(usize, Option<u32>)> {
         let kernel = self.kernel.next_zero_bit(offset);
+        if let Some(h) = &self.historical {
+            self.beside("next zero bit", kernel, h.next_zero_bit(offset));
+        }
         let ours = self.ours.next_zero_bit(offset);
         self.same(&format!("next zero bit from {offset}"), kernel, ours);
         Some((ours?, None))
     }
     fn release(&mut self, id: usize) {
         self.kernel.clear_bit(id);
+        if let Some(h) = &mut self.historical {
+            h.clear_bit(id);
+        }
         self.ours.clear_bit(id);
     }
     fn request(&self, kind: Resize) -> Option<PairRequest> {
@@ -298,6 +389,7 @@ impl PoolApi for KernelPair {
         }?;
         Some(PairRequest {
             nbits,
+            historical: self.historical.is_some(),
             divergence: self.divergence.clone(),
         })
     }
@@ -307,11 +399,29 @@ impl PoolApi for KernelPair {
     /// Both allocations; whether each came back NULL is compared at once
     /// by the runner ([`PoolApi::allocated`]) and again at the commit.
     fn realloc(request: &PairRequest, gfp: Gfp) -> Option<PairResizer> {
-        Some(KernelPair::zalloc(request.nbits, gfp, &request.divergence))
+        let historical = request.historical;
+        let divergence = &request.divergence;
+        Some(KernelPair::zalloc(
+            request.nbits,
+            gfp,
+            historical,
+            divergence,
+        ))
     }
     /// Ours holds memory; the kernel's must too, or neither.
     fn allocated(resizer: &PairResizer) -> bool {
         let (kernel, ours) = (resizer.kernel.is_some(), resizer.ours.is_some());
+        if let Some(historical) = &resizer.historical {
+            if historical.is_some() != kernel {
+                record(&resizer.divergence, || {
+                    format!(
+                        "bitmap_zalloc({}) holds memory: kernel {kernel}, the historical header {}",
+                        resizer.nbits,
+                        historical.is_some()
+                    )
+                });
+            }
+        }
         if kernel != ours {
             record(&resizer.divergence, || {
                 format!(
@@ -361,7 +471,8 @@ impl PoolApi for KernelPair {
             return false;
         }
         let nbits = self.request(Resize::Grow).map_or(0, |r| r.nbits);
-        let resizer = KernelPair::zalloc(nbits, Gfp::Kernel, &self.divergence);
+        let historical = self.historical.is_some();
+        let resizer = KernelPair::zalloc(nbits, Gfp::Kernel, historical, &self.divergence);
         self.commit(Resize::Grow, resizer);
         self.ours.enabled()
     }
@@ -385,5 +496,57 @@ impl PoolApi for KernelPair {
     fn diverged(&mut self) -> Option<String> {
         self.compare_state("after the step");
         self.divergence.borrow_mut().take()
+    }
+    /// `binder_deferred_release`'s `dbitmap_free` on every side: ours and
+    /// the shipped header free the map once; the historical header frees it
+    /// a second time when a failed grow left it dangling (see the module's
+    /// docs for how that free is made).
+    fn deferred_release(&mut self) -> Released {
+        self.ours.free();
+        self.kernel.free();
+        let failure = self.historical.as_mut().and_then(release_historical);
+        Released {
+            failure: failure.map(|what| (Check::DoubleFree, HISTORICAL, what)),
+            ..Released::default()
+        }
+    }
+}
+
+/// The historical header's `dbitmap_free` at the process's release: what
+/// went wrong, if anything. After it the map is forgotten, never freed
+/// again.
+fn release_historical(h: &mut KernelDBitmap) -> Option<String> {
+    if !h.map_dangles() {
+        // The first free of the map: it is left dangling, and forgotten.
+        h.free();
+        h.forget_dangling();
+        return None;
+    }
+    let what = "the release's dbitmap_free frees the map a second time: a failed grow \
+                freed it through dbitmap_free and left the pointer behind (dbitmap_free as \
+                merged in June 2024, before 3ebcd3460cad)";
+    let said = if !shim::under_asan() || history::asked(Finding::DoubleFree) {
+        // Without ASan the shim records the second kfree; under ASan this
+        // is the hunt, and ASan reports it and ends the process here.
+        shim::record_bad_frees(true);
+        let before = shim::bad_frees();
+        h.free();
+        let freed = shim::bad_frees() - before;
+        shim::record_bad_frees(false);
+        format!("{what}; the shim caught {freed} kfree of a freed block")
+    } else {
+        format!("{what}; not handed to the C: under AddressSanitizer only a hunt for it does")
+    };
+    h.forget_dangling();
+    Some(said)
+}
+
+impl Drop for KernelPair {
+    /// A dangling map is never freed again (the release reported it, or
+    /// the run ended before its release).
+    fn drop(&mut self) {
+        if let Some(h) = &mut self.historical {
+            h.forget_dangling();
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! What the pool runner drives ([`PoolApi`]): a thin adapter over each
 //! flavour's own public API, with no logic of its own, and its adapter for
 //! the Rust driver's `IdPool`. The other flavours' adapters live with the
-//! targets that run them (`dbitmap_ops`, `kernel_dbitmap`) and this one's
-//! twin with it ([`super::Twin`]).
+//! targets that run them (`dbitmap_ops`, `kernel_dbitmap`, `kernel_idpool`)
+//! and this one's twin with it ([`super::Twin`]).
 
 use super::Resize;
 use crate::bits;
 use crate::check::{Check, Flavour};
+use crate::events::Events;
 use crate::idset::IdSet;
 use idpool::{Gfp, IdPool, PoolResizer, ReallocRequest};
 
@@ -111,7 +112,8 @@ pub trait PoolApi: Sized {
         bits::word(base, n, |id| self.is_used(id))
     }
     /// For a flavour that runs a second implementation beside ours (the
-    /// kernel's own C, `kernel_dbitmap`'s `KernelPair`): where the two first
+    /// kernel's own code: `kernel_dbitmap`'s `KernelPair`, `kernel_idpool`'s
+    /// `IdPoolPair`): where the two first
     /// disagreed, asked after every step. `None` for a single flavour.
     fn diverged(&mut self) -> Option<String> {
         None
@@ -127,6 +129,25 @@ pub trait PoolApi: Sized {
         let _ = full;
         None
     }
+    /// The process's release of the pool (`binder_deferred_release` frees
+    /// the map), which the runner makes when a reset replaces the pool and
+    /// after the last step: what the flavour saw over its life that the
+    /// model does not count, and, for a flavour whose release can go wrong
+    /// (a kernel header that frees a map twice), the check that failed.
+    /// Nothing by default: dropping the pool is its release.
+    fn deferred_release(&mut self) -> Released {
+        Released::default()
+    }
+}
+
+/// What a pool's release ([`PoolApi::deferred_release`]) reports.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// What the flavour saw over its life, added to the run's events.
+    pub events: Events,
+    /// The check the release failed, the flavour it is about, and what
+    /// happened.
+    pub failure: Option<(Check, Flavour, String)>,
 }
 
 /// What a resizer's public reads say of it ([`PoolApi::shape`]).

@@ -1,7 +1,8 @@
 //! `pool_ops`: the Rust driver's `IdPool` against the naive pool model,
 //! with the fast pool design driven beside it on the same operations
 //! ([`Twin`]). Its op language, model and runner are also those of the
-//! targets over other pools (`dbitmap_ops`, `kernel_dbitmap`): a target over
+//! targets over other pools (`dbitmap_ops`, `kernel_dbitmap`,
+//! `kernel_idpool`): a target over
 //! this language brings its pool's adapter ([`PoolApi`]) and a registry
 //! entry running [`run`] on it.
 //!
@@ -19,10 +20,12 @@ pub mod ops;
 pub mod runner;
 pub mod twin;
 
-pub use api::{Built, PoolApi, Refused, Shape, BULK_CAP_LIMIT, DBITMAP_RESET_LIMIT, MAX_GROWS};
+pub use api::{
+    Built, PoolApi, Refused, Released, Shape, BULK_CAP_LIMIT, DBITMAP_RESET_LIMIT, MAX_GROWS,
+};
 pub use model::{CGrowSize, PoolModel, MAX_PENDING};
 pub use ops::{PoolOp, Resize};
-pub use runner::run;
+pub use runner::{run, run_counting};
 pub use twin::Twin;
 
 use crate::oracle::Policy;

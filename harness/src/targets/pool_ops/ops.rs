@@ -1,6 +1,6 @@
-//! The pool op language: what `pool_ops`, `dbitmap_ops` and
-//! `kernel_dbitmap` programs are made of, how bytes decode to it (weighted
-//! towards the resize windows) and its trace lines.
+//! The pool op language: what `pool_ops`, `dbitmap_ops`, `kernel_dbitmap`
+//! and `kernel_idpool` programs are made of, how bytes decode to it
+//! (weighted towards the resize windows) and its trace lines.
 //!
 //! Resizes are split the way the kernel splits them: a resize is
 //! *requested* and *allocated* (possibly with an injected failure) by

@@ -8,9 +8,10 @@ use super::checks::{
 };
 use super::model::{ModelPending, PoolModel, MAX_PENDING};
 use super::ops::{PoolOp, Resize};
-use crate::check::{At, Check, Checked};
+use crate::check::{At, Check, Checked, Failure, Flavour, OpKind};
 use crate::domain::{Capacity, Ceiling, Count, Point};
 use crate::events::Events;
+use crate::history;
 use crate::oracle::{Policy, MIN};
 use idpool::Gfp;
 
@@ -19,11 +20,29 @@ use idpool::Gfp;
 /// step the capacity and what the step touched (`Touched`) are compared,
 /// with the boundary ids read one at a time; after a commit, at the end of
 /// the input, and (the used set) after a bulk op or a reset, everything.
-/// The first divergence is the [`Failure`](crate::check::Failure).
+/// The pool is released ([`PoolApi::deferred_release`]) when a reset replaces it
+/// and after the last step. The first divergence is the
+/// [`Failure`]; a known upstream finding met at a release is the run's
+/// failure only if nothing else failed (see [`run_counting`]).
 pub fn run<P: PoolApi>(target: &'static str, policy: Policy, ops: &[PoolOp]) -> Checked<Events> {
+    let (events, known) = run_counting::<P>(target, policy, ops)?;
+    known.map_or(Ok(events), Err)
+}
+
+/// [`run`], with the known upstream findings ([`history::Finding`]) met at
+/// a release kept apart: such a finding does not end the run (a reset's
+/// fresh pool goes on, and the mainline sides stay checked to the end);
+/// the run's events come back with the first of them. Any other failure
+/// ends the run.
+pub fn run_counting<P: PoolApi>(
+    target: &'static str,
+    policy: Policy,
+    ops: &[PoolOp],
+) -> Checked<(Events, Option<Box<Failure>>)> {
     let mut pool = P::reset(0).unwrap_or_else(|_| unreachable!("a 64-id pool needs no memory"));
     let mut pending: Pending<P> = Vec::new();
     let mut model = PoolModel::new(policy);
+    let mut known = None;
     for (step, op) in ops.iter().enumerate() {
         let at = At {
             target,
@@ -33,7 +52,7 @@ pub fn run<P: PoolApi>(target: &'static str, policy: Policy, ops: &[PoolOp]) -> 
         };
         crate::check::begin_step(target, step, op, model.cap);
         let before = model.cap;
-        let applied = apply(&at, &mut pool, &mut pending, &mut model);
+        let applied = apply(&at, &mut pool, &mut pending, &mut model, &mut known);
         // Any step that replaced the map (a commit, a bulk acquire that
         // grew, a reset) is compared in full.
         let touched = match unless_diverged(&at, &model, &mut pool, applied)? {
@@ -56,7 +75,47 @@ pub fn run<P: PoolApi>(target: &'static str, policy: Policy, ops: &[PoolOp]) -> 
         };
         check_after(&at, &mut model, &mut pool, &Touched::Everything)?;
     }
-    Ok(model.events)
+    let capacity = model.cap;
+    let at_end = |check, flavour, what: String| {
+        Box::new(Failure {
+            target,
+            step: ops.len(),
+            op: OpKind::END_OF_RUN,
+            check,
+            flavour: Some(flavour),
+            phase: None,
+            capacity,
+            detail: None,
+            message: format!(
+                "{target}: after the last step, at the release (capacity {capacity}): {what}"
+            ),
+        })
+    };
+    release_pool(&mut pool, &mut model, at_end, &mut known)?;
+    Ok((model.events, known))
+}
+
+/// Releases `pool` ([`PoolApi::deferred_release`]): its events join the model's;
+/// a failure of the release (`failure` builds it) is kept in `known` when
+/// it is a known upstream finding (the first one met), and ends the run
+/// otherwise.
+fn release_pool<P: PoolApi>(
+    pool: &mut P,
+    model: &mut PoolModel,
+    failure: impl FnOnce(Check, Flavour, String) -> Box<Failure>,
+    known: &mut Option<Box<Failure>>,
+) -> Checked {
+    let released = pool.deferred_release();
+    model.events.merge(released.events);
+    let Some((check, flavour, what)) = released.failure else {
+        return Ok(());
+    };
+    let failure = failure(check, flavour, what);
+    if history::Finding::of(&failure).is_none() {
+        return Err(failure);
+    }
+    known.get_or_insert(failure);
+    Ok(())
 }
 
 /// The checks after a step that touched `touched`: the used set when the
@@ -88,6 +147,7 @@ fn apply<P: PoolApi>(
     pool: &mut P,
     pending: &mut Pending<P>,
     model: &mut PoolModel,
+    known: &mut Option<Box<Failure>>,
 ) -> Checked<Touched> {
     match *at.op {
         PoolOp::Acquire(offset) => acquire(at, pool, model, offset),
@@ -120,8 +180,8 @@ fn apply<P: PoolApi>(
         PoolOp::ProbeCeiling(Ceiling(n)) => {
             probe_ceiling(at, pool, model, n).map(|_| Touched::Id(None))
         }
-        PoolOp::Reset(Capacity(n)) => reset(at, pool, model, n, Gfp::Kernel),
-        PoolOp::ResetFailing(Capacity(n)) => reset(at, pool, model, n, Gfp::Fail),
+        PoolOp::Reset(Capacity(n)) => reset(at, pool, model, n, Gfp::Kernel, known),
+        PoolOp::ResetFailing(Capacity(n)) => reset(at, pool, model, n, Gfp::Fail, known),
     }
 }
 
@@ -193,13 +253,15 @@ fn commit<P: PoolApi>(
 
 /// [`PoolOp::Reset`] (`gfp` `Kernel`) and [`PoolOp::ResetFailing`]
 /// (`Fail`): a fresh pool of `n` ids on both sides, or none where the model
-/// says none is built (the old one then stays).
+/// says none is built (the old one then stays). The old pool is released
+/// before the fresh one takes its place.
 fn reset<P: PoolApi>(
     at: &At<'_, PoolOp>,
     pool: &mut P,
     model: &mut PoolModel,
     n: usize,
     gfp: Gfp,
+    known: &mut Option<Box<Failure>>,
 ) -> Checked<Touched> {
     let failing = gfp == Gfp::Fail;
     let (expected, fresh) = match failing {
@@ -210,6 +272,8 @@ fn reset<P: PoolApi>(
     at.eq(Check::ResetSucceeds, expected.is_some(), fresh.is_some())?;
     match (expected, fresh) {
         (Some(cap), Some(fresh)) => {
+            let failure = |check, flavour, what| at.failure(check, Some(flavour), what);
+            release_pool(pool, model, failure, known)?;
             model.events.disabled_at_init += u32::from(failing && cap == 0);
             model.cap = cap;
             model.live.clear();

@@ -42,6 +42,8 @@ long kdb_shim_live_allocs(void);
 void kdb_shim_record_bad_frees(bool record);
 long kdb_shim_bad_frees(void);
 bool kdb_shim_pin_freed(const void *p);
+bool kdb_shim_unpin_freed(const void *p);
+bool kdb_shim_under_asan(void);
 
 unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags);
 void kdb_shim_kfree(const void *p);

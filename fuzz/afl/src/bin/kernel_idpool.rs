@@ -1,0 +1,5 @@
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        idpool_harness::fuzz("kernel_idpool", data);
+    });
+}
