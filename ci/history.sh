@@ -52,37 +52,20 @@ work=${TMPDIR:-/tmp}/idpool-history
 rm -rf "$work" && mkdir -p "$work"
 step "building the targets and triage"
 triage=$(triage_bin)
-for t in $(jq -r '.[].target' <<<"$hunts" | sort -u); do
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" "$t") >/dev/null 2>&1
-done
+# shellcheck disable=SC2046 # target names, one word each
+fuzz_build "$ROOT" $(jq -r '.[].target' <<<"$hunts" | sort -u) 2>/dev/null
 
-# One seed's hunt for finding $1 with target $2: prints "SECONDS OPS SIGNATURE"
-# when the seed found it ("inf" when it did not), and keeps the minimised
-# trace in DIR/min.trace; a crash that is not the finding is reported and
-# sets `failed`.
+# One seed's hunt for finding $1 with target $2 (`hunt_finding`): prints
+# "SECONDS OPS SIGNATURE" when the seed found it, "inf" when it did not,
+# "notit" (reported) for a crash that is not the finding.
 hunt_seed() {
-    local finding=$1 target=$2 seed=$3 dir="$work/$1/$2/seed-$3" start end art min
-    start=$(date +%s.%N)
-    IDPOOL_HISTORY=$finding hunt "$ROOT" "$target" "$dir" "$seed" "$budget" || true
-    end=$(date +%s.%N)
-    art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
-    if [ -z "$art" ]; then
-        echo "$finding/$target seed $seed: not found in ${budget} s" >&2
-        echo "inf"
-        return
-    fi
-    min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
-    # The finding is what `history::Finding::of` tells the minimised failure
-    # to be, on a historical version: a mainline side's failure names no
-    # version (e.g. `dbitmap: kernel crash`) and is a finding of its own.
-    if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
-        ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; then
-        echo "$finding/$target seed $seed: crashed with $(jq -r '.signature // "?"' <<<"$min"), not the finding" >&2
-        echo "notit"
-        return
-    fi
-    printf '%s %s %s\n' "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')" \
-        "$(jq -r .operations <<<"$min")" "$(jq -r .signature <<<"$min")"
+    local finding=$1 target=$2 seed=$3 found
+    found=$(hunt_finding "$ROOT" "$triage" "$finding" "$target" "$work/$1/$2/seed-$3" "$seed" "$budget")
+    case "$found" in
+    inf) echo "$finding/$target seed $seed: not found in ${budget} s" >&2 ;;
+    notit*) echo "$finding/$target seed $seed: crashed with ${found#notit }, not the finding" >&2; found=notit ;;
+    esac
+    echo "$found"
 }
 
 failed=0
