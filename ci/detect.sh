@@ -134,7 +134,7 @@ if [[ " $kinds " == *" history "* ]]; then
         triage_of[$tree]=$(tree_triage "${src[$tree]}")
         unset CARGO_TARGET_DIR
     done
-    while read -r finding target; do
+    while read -r finding target mainline; do
         selected "$finding" "$target" || continue
         items+=("history $finding $target")
         step "$finding on $target"
@@ -147,7 +147,7 @@ if [[ " $kinds " == *" history "* ]]; then
                 fi
                 dir="$work/runs/$finding/$target/$tree-$seed"
                 found=$(CARGO_TARGET_DIR="$work/$tree-target" TARGETS_JSON=${registry[$tree]} \
-                    hunt_finding "${src[$tree]}" "${triage_of[$tree]}" "$finding" "$target" "$dir" "$seed" "$budget")
+                    hunt_finding "${src[$tree]}" "${triage_of[$tree]}" "$finding" "$target" "$dir" "$seed" "$budget" "$mainline")
                 read -r seconds ops _ <<<"$found"
                 case "$seconds" in
                 inf) seconds=miss ops="" ;;
@@ -157,7 +157,7 @@ if [[ " $kinds " == *" history "* ]]; then
                 echo "   $tree seed $seed: $seconds s${ops:+, $ops ops}" >&2
             done
         done
-    done < <(jq -r '.[] | "\(.finding) \(.target)"' <<<"${hunts_of[current]}")
+    done < <(jq -r '.[] | "\(.finding) \(.target) \(.mainline // false)"' <<<"${hunts_of[current]}")
 fi
 
 if [[ " $kinds " == *" planted "* ]]; then

@@ -20,7 +20,8 @@
 # diverging in another way) crashes too, so "mainline stays clean" is
 # checked by the same runs. A run counts when `triage minimize` tells its
 # minimised failure to be the finding hunted (`--json`: its `finding`), on
-# a historical version. Exits 1 when a finding is missed, its median is not
+# a historical version (a finding of mainline's own drivers, listed with
+# `"mainline": true`, on mainline). Exits 1 when a finding is missed, its median is not
 # under the goal (60 s), its minimised trace has more than 6 operations,
 # or a run ends with a crash that is not the finding; 2 on bad usage.
 # Artifacts and logs stay under ${TMPDIR:-/tmp}/idpool-history.
@@ -59,8 +60,8 @@ fuzz_build "$ROOT" $(jq -r '.[].target' <<<"$hunts" | sort -u) 2>/dev/null
 # "SECONDS OPS SIGNATURE" when the seed found it, "inf" when it did not,
 # "notit" (reported) for a crash that is not the finding.
 hunt_seed() {
-    local finding=$1 target=$2 seed=$3 found
-    found=$(hunt_finding "$ROOT" "$triage" "$finding" "$target" "$work/$1/$2/seed-$3" "$seed" "$budget")
+    local finding=$1 target=$2 seed=$3 mainline=$4 found
+    found=$(hunt_finding "$ROOT" "$triage" "$finding" "$target" "$work/$1/$2/seed-$3" "$seed" "$budget" "$mainline")
     case "$found" in
     inf) echo "$finding/$target seed $seed: not found in ${budget} s" >&2 ;;
     notit*) echo "$finding/$target seed $seed: crashed with ${found#notit }, not the finding" >&2; found=notit ;;
@@ -70,10 +71,10 @@ hunt_seed() {
 
 failed=0
 rows=()
-while read -r finding target max_len; do
+while read -r finding target max_len mainline; do
     times=() ops="" sig=""
     for seed in "${seeds[@]}"; do
-        read -r seconds this_ops this_sig <<<"$(hunt_seed "$finding" "$target" "$seed")"
+        read -r seconds this_ops this_sig <<<"$(hunt_seed "$finding" "$target" "$seed" "$mainline")"
         case "$seconds" in
         inf) times+=(inf); continue ;;
         notit) failed=1; times+=(inf); continue ;;
@@ -96,7 +97,7 @@ while read -r finding target max_len; do
             failed=1
         fi
     fi
-done < <(jq -r '.[] | "\(.finding) \(.target) \(.max_len)"' <<<"$hunts")
+done < <(jq -r '.[] | "\(.finding) \(.target) \(.max_len) \(.mainline)"' <<<"$hunts")
 
 page=$(result_page history)
 {

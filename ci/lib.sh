@@ -344,7 +344,7 @@ first_message() {
 }
 
 # A historical finding's hunt, as ci/history.sh and ci/detect.sh run one:
-#   hunt_finding TREE TRIAGE FINDING TARGET DIR SEED BUDGET
+#   hunt_finding TREE TRIAGE FINDING TARGET DIR SEED BUDGET [MAINLINE]
 # `hunt` on the unplanted TREE with IDPOOL_HISTORY set to FINDING alone
 # (the other known findings end their runs quietly; anything else
 # crashes). Prints "SECONDS OPS SIGNATURE" when the run found it,
@@ -353,9 +353,11 @@ first_message() {
 # is not the finding. The finding is what `history::Finding::of` tells the
 # minimised failure to be (`triage minimize --json`: its `finding`), on a
 # historical version: a mainline side's failure names no version (e.g.
-# `dbitmap: kernel crash`) and is a finding of its own.
+# `dbitmap: kernel crash`) and is a finding of its own. A finding of
+# mainline itself (a difference between its two drivers, MAINLINE `true`,
+# as `targets --findings --json` lists it) names no version by nature.
 hunt_finding() {
-    local tree=$1 triage=$2 finding=$3 t=$4 dir=$5 seed=$6 budget=$7 start seconds art min
+    local tree=$1 triage=$2 finding=$3 t=$4 dir=$5 seed=$6 budget=$7 mainline=${8:-false} start seconds art min
     rm -rf "$dir" && mkdir -p "$dir"
     start=$(date +%s.%N)
     IDPOOL_HISTORY=$finding hunt "$tree" "$t" "$dir" "$seed" "$budget" || true
@@ -367,7 +369,8 @@ hunt_finding() {
     fi
     min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
     if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
-        ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; then
+        { [ "$mainline" = false ] &&
+            ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; }; then
         echo "notit $(jq -r '.signature // "?"' <<<"$min")"
         return
     fi

@@ -295,6 +295,22 @@ impl Finding {
         }
     }
 
+    /// The findings of the allocator's history: a historical version of
+    /// one driver's handle table against mainline or against its model.
+    pub const ALLOCATOR: [Finding; 4] = [
+        Finding::Collision,
+        Finding::V3Threshold,
+        Finding::RustMismatch,
+        Finding::V3Zero,
+    ];
+
+    /// Whether it is a finding of mainline itself (a difference between
+    /// mainline's C and Rust drivers), rather than of a historical version:
+    /// its failures name no historical version.
+    pub fn of_mainline(self) -> bool {
+        !Finding::ALLOCATOR.contains(&self)
+    }
+
     /// The known finding `failure` is, if it is one: told by its check and
     /// by what the check saw ([`Detail`]), so that another bug on the same
     /// historical version is not taken for a known one:

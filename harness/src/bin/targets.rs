@@ -122,6 +122,7 @@ fn main() -> ExitCode {
                     ("finding", Json::str(f.name())),
                     ("target", Json::str(t.name())),
                     ("max_len", Json::int(t.hunt_max_len())),
+                    ("mainline", Json::Bool(f.of_mainline())),
                 ])
             });
             println!("{}", Json::Arr(each.collect()));

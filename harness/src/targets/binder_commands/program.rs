@@ -382,16 +382,8 @@ mod tests {
 
     #[test]
     fn decoded_programs_print_and_parse_back() {
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        for _ in 0..500 {
-            let bytes: Vec<u8> = (0..64)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect();
+        for seed in 0..500 {
+            let bytes = crate::seeds::bytes(seed, 64);
             let p = CmdProgram::decode(&bytes);
             let text = p.to_string();
             assert_eq!(parse(&text).unwrap(), p, "{text}");

@@ -254,6 +254,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     let mut comparing = true;
     let mut known = Known(None);
     let mut events = Events::default();
+    let mut manager = Manager::None;
     let mut i = 0;
     while i < p.steps.len() {
         let end = (i + 1..p.steps.len())
@@ -300,6 +301,8 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
             )
         })?;
         count(&mut events, program, i, or, &sr);
+        manager.follow(program, if c_alive { oc } else { or });
+        observe(program, i, &manager, or, &sc, known.0.is_some());
         if c_alive && c.crashed() {
             crashed(program, i, &c, &mut known)?;
             comparing = false;
@@ -316,6 +319,110 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
         i = end;
     }
     Ok((events, known.0))
+}
+
+/// The context manager as the program has made it so far, for the state
+/// feedback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Manager {
+    /// None registered yet.
+    None,
+    /// Process `pid` registered and has not exited.
+    Alive(usize),
+    /// The last one registered has exited and no other has taken over.
+    Died,
+}
+
+impl Manager {
+    /// Follows a group's steps: a successful `set-manager` registers its
+    /// process, the manager's `exit` leaves the context without one.
+    fn follow(&mut self, program: &CmdProgram, observed: &[(usize, Observed)]) {
+        for (j, o) in observed {
+            let step = &program.program.steps[*j];
+            match (&step.command, o.ret) {
+                (Command::SetManager, Some(Ret::Ok)) => *self = Manager::Alive(step.pid.index()),
+                (Command::Exit, _) if *self == Manager::Alive(step.pid.index()) => {
+                    *self = Manager::Died
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn class(self) -> u64 {
+        match self {
+            Manager::None => 0,
+            Manager::Alive(_) => 1,
+            Manager::Died => 2,
+        }
+    }
+}
+
+/// Reports the abstract state after step `i` to the state feedback
+/// ([`crate::feedback`]):
+/// - the C driver's version: a state of June 2024 is not one of mainline;
+/// - the command's kind and how it returned (success, `EINVAL`, another
+///   error, skipped): the transition, not only the state;
+/// - the context manager (none, alive, died), and whether a process holds
+///   descriptor 0 on a node that is not the living manager's in the C
+///   driver: the path of the one real collision (a stale descriptor 0
+///   after the manager changed);
+/// - the most references any process holds, bucketed at the handle map's
+///   boundaries (one word is 64);
+/// - whether a process has died, and whether the drivers have already
+///   differed in a known way (a run past its first finding).
+fn observe(
+    program: &CmdProgram,
+    i: usize,
+    manager: &Manager,
+    observed: &[(usize, Observed)],
+    c: &Snapshot,
+    differed: bool,
+) {
+    use crate::feedback::{self, AbstractState};
+    use idpool::driver::Errno;
+    let version = Version::ALL
+        .iter()
+        .position(|&v| v == program.c)
+        .unwrap_or(0) as u64;
+    let step = &program.program.steps[i];
+    let ret = observed
+        .iter()
+        .find(|(j, _)| *j == i)
+        .and_then(|(_, o)| o.ret);
+    let ret = match ret {
+        Some(Ret::Err(Errno::Inval)) => 1,
+        Some(Ret::Err(_)) => 2,
+        Some(Ret::Skipped) | None => 3,
+        Some(_) => 0,
+    };
+    let refs = c.procs.iter().map(|p| p.refs.len()).max().unwrap_or(0);
+    let refs = match refs {
+        0 => 0,
+        1 => 1,
+        2..=4 => 2,
+        5..=64 => 3,
+        _ => 4,
+    };
+    // Descriptor 0 on a node that is not the living manager's: left over
+    // from an earlier manager.
+    let stale_zero = c.procs.iter().any(|p| {
+        p.refs
+            .get(&0)
+            .is_some_and(|r| *manager != Manager::Alive(r.node.owner.index()))
+    });
+    let flag = |b: bool| u64::from(b);
+    feedback::observe(
+        AbstractState::new(TARGET)
+            .with(version, 8)
+            .with(kind(&step.command).class(), 32)
+            .with(ret, 4)
+            .with(manager.class(), 3)
+            .with(flag(stale_zero), 2)
+            .with(refs, 5)
+            .with(flag(c.procs.iter().any(|p| !p.alive)), 2)
+            .with(flag(differed), 2),
+    );
 }
 
 /// A step as an operation, for failures and narration.

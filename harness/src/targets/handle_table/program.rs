@@ -187,10 +187,10 @@ impl Target for TableTarget {
     fn about(&self) -> &'static str {
         "six handle-table flavours side by side (mainline's three and the designs), on any upstream version, with injected failures, corruption and reclaims"
     }
-    /// Every finding of upstream's past versions: the header picks the
+    /// Every finding of the allocator's history: the header picks the
     /// versions that have them.
     fn hunts(&self) -> &'static [Finding] {
-        &Finding::HISTORICAL
+        &Finding::ALLOCATOR
     }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         TableProgram::decode(data).run(self.name)
