@@ -16,7 +16,8 @@
 //! longest input the hunt tries (`Target::hunts`, `Target::hunt_max_len`).
 //!
 //! `--json` prints one JSON array instead: for a target its `name`,
-//! `about`, `engines`, `corpus`, `sanitizer`, `hunt_max_len`, `hunts`,
+//! `about`, `engines`, `corpus`, `sanitizer`, `hunt_max_len`,
+//! `corpus_cap`, `hunts`,
 //! `provenance` and `unavailable` (why it cannot run here, `null` when it
 //! can: a target that cannot is listed too, not skipped); for a hunt its
 //! `finding`, `target` and `max_len`.
@@ -93,6 +94,7 @@ fn target_json(target: &dyn Target) -> Json {
         ("corpus", Json::Bool(target.has_corpus())),
         ("sanitizer", Json::str(target.sanitizer())),
         ("hunt_max_len", Json::int(target.hunt_max_len())),
+        ("corpus_cap", Json::int(target.corpus_cap())),
         (
             "hunts",
             Json::Arr(target.hunts().iter().map(|f| Json::str(f.name())).collect()),
