@@ -439,7 +439,9 @@ page_head() {
     local title=$1 rev dirty=""
     shift
     rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-    [ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
+    # The result pages being written (result_page) do not count.
+    [ -z "$(git -C "$ROOT" status --porcelain -- . ':!docs/results' 2>/dev/null)" ] ||
+        dirty=" (with uncommitted changes)"
     printf '# %s\n\n' "$title"
     printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
     printf -- '- command: `%s`\n' "$*"
