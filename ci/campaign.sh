@@ -171,7 +171,7 @@ status() {
 # logs say so far) and once more at the end, with states, merge and crashes.
 declare -A before after
 write_report() {
-    local t log first last s0 s1 crashes_now
+    local t log first last s0 s1 crashes_now line rate runs
     crashes_now=$(find "$out/crashes" -type f 2>/dev/null | wc -l)
     {
         page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
@@ -188,9 +188,15 @@ write_report() {
             [ -f "$log" ] || { echo "| $t | waiting | | | | | | |"; continue; }
             first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
             last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
+            # libFuzzer's final stats, or (running) its last status line.
+            line=$(grep -a 'cov:' "$log" | tail -1 || true)
+            rate=$(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log")
+            [ -n "$rate" ] || rate=$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$line")
+            runs=$(sed -n 's/.*stat::number_of_executed_units: *//p' "$log")
+            [ -n "$runs" ] || runs=$(sed -n 's/^[0-9]* #\([0-9]*\).*/\1/p' <<<"$line")
             s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
             s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
-            echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
+            echo "| $t | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
         done
         for t in "${list[@]}"; do
             [ -z "${merged_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${merged_note[$t]}"
