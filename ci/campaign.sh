@@ -2,9 +2,11 @@
 # The campaign: fuzz every target for a while, keep what it learns, triage
 # what it finds, and write a report.
 #
-#   ci/campaign.sh [--minutes N] [--jobs J] [--targets a,b] [--out DIR] [--coverage] [--no-real-kernel]
+#   ci/campaign.sh [--minutes N | --hours N] [--jobs J] [--targets a,b] [--out DIR] [--coverage] [--no-real-kernel]
+#   ci/campaign.sh --minimise [--targets a,b] [--out DIR]
 #
 #   --minutes N   how long each target runs (default 10)
+#   --hours N     the same in hours (N * 60 minutes), for a night
 #   --jobs J      targets fuzzed at once (default: the number of cores)
 #   --targets     a comma-separated subset (default: every target with a
 #                 corpus that the registry lists; see the `targets` binary)
@@ -13,10 +15,20 @@
 #                 llvm-tools-preview component)
 #   --no-real-kernel  do not replay the new corpus entries on the real C
 #                 driver (below)
+#   --minimise    fuzz nothing: only merge (below) what corpus/<target> and
+#                 the pool hold, e.g. to bring a corpus back under its cap
 #
 # Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
-# target's coverage and exec/s. Afterwards it merges the new inputs into
-# corpus/<target> (minimised with libFuzzer's -merge=1, i.e. cmin), groups
+# target's coverage and exec/s (a finished target once), and rewrites
+# DIR/report.md, so that an interrupted run leaves its report, its new
+# inputs (DIR/new/) and its crashes. Afterwards it merges twice, with
+# libFuzzer's -merge=1 (cmin) into an empty directory each time: into the
+# local pool, fuzz/pool/<target> (not tracked), every input that adds an
+# edge or an abstract state (the state feedback on, hit counts counted);
+# into the committed corpus/<target>, only what adds an edge
+# (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the target's
+# corpus_cap files (`targets --json`; the smallest kept beyond it, with a
+# warning in the report). A run reads both the corpus and the pool. Groups
 # any crash with `triage report` (which minimises one input per group), and
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
@@ -41,10 +53,14 @@ jobs=$(nproc)
 targets=""
 out="campaign-$(date +%Y%m%d-%H%M%S)"
 coverage=0
+minimise=0
 real_kernel=1
+real_status=() real_divergent=0
 while [ $# -gt 0 ]; do
     case "$1" in
-    --minutes) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--minutes needs a number"; minutes=$2; shift 2 ;;
+    --minutes) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--minutes needs a positive number"; minutes=$2; shift 2 ;;
+    --hours) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--hours needs a positive number"; minutes=$(($2 * 60)); shift 2 ;;
+    --minimise|--minimize) minimise=1; shift ;;
     --jobs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive number"; jobs=$2; shift 2 ;;
     --targets) [ -n "${2:-}" ] || die "--targets needs a list"; targets=$2; shift 2 ;;
     --out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
@@ -70,6 +86,56 @@ out=$(cd "$out" && pwd)
 
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 read_registry
+POOL=$ROOT/fuzz/pool
+
+# Merges corpus/$1, its pool and the inputs in the directories after it:
+# the pool keeps every input that adds an edge or an abstract state, the
+# committed corpus only those that add an edge, at most the target's cap.
+# Sets merged_note[$1] when the cap cut it.
+declare -A merged_note
+merge_target() {
+    local t=$1 cap n dirs=()
+    shift
+    [ "$t" != regressions ] || die "corpus/regressions holds regression inputs, not a target's corpus"
+    [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
+    dirs+=("$ROOT/corpus/$t" "$@")
+    rm -rf "$out/merged/$t" "$out/pool/$t" && mkdir -p "$out/merged/$t" "$out/pool/$t"
+    run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.pool-merge.log" \
+        "$out/pool/$t" "${dirs[@]}" -- -merge=1 || die "the pool merge failed for $t (see $out/$t.pool-merge.log)"
+    IDPOOL_STATE_FEEDBACK=0 run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
+        "$out/merged/$t" "${dirs[@]}" -- -merge=1 -use_counters=0 || die "merge failed for $t (see $out/$t.merge.log)"
+    [ -n "$(ls -A "$out/merged/$t")" ] || die "the merge of $t kept nothing (see $out/$t.merge.log)"
+    cap=$(target_field "$t" corpus_cap)
+    n=$(find "$out/merged/$t" -maxdepth 1 -type f | wc -l)
+    if [ -n "$cap" ] && [ "$n" -gt "$cap" ]; then
+        # libFuzzer prefers the smaller of two inputs that add the same: so
+        # do we, beyond the cap.
+        find "$out/merged/$t" -maxdepth 1 -type f -printf '%s %p\n' | sort -n | tail -n +"$((cap + 1))" |
+            cut -d' ' -f2- | xargs -r rm -f
+        merged_note[$t]="$n files add an edge, over the cap of $cap: the $cap smallest kept (raise corpus_cap in harness/src/registry.rs?)"
+        echo "warning: $t: ${merged_note[$t]}" >&2
+    fi
+    mkdir -p "$POOL/$t"
+    find "$POOL/$t" -maxdepth 1 -type f -delete
+    cp "$out/pool/$t"/. "$POOL/$t"/ -r
+    find "$ROOT/corpus/$t" -maxdepth 1 -type f -delete
+    cp "$out/merged/$t"/. "$ROOT/corpus/$t"/ -r
+}
+
+if [ "$minimise" -eq 1 ]; then
+    step "building the fuzz targets"
+    fuzz_build "$ROOT" "${list[@]}"
+    step "minimising corpus/ (libFuzzer -merge=1, edges only) and the pool (edges and states)"
+    printf '| target | corpus before → after | pool after | cap |\n| --- | --- | ---: | ---: |\n' > "$out/report.md"
+    for t in "${list[@]}"; do
+        b=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
+        merge_target "$t"
+        echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) |" >> "$out/report.md"
+        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | |" >> "$out/report.md"
+    done
+    cat "$out/report.md"
+    exit 0
+fi
 step "building the fuzz targets and triage"
 (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
 # A target built with other flags (AddressSanitizer for one linking C code)
@@ -86,74 +152,141 @@ run_target() {
     local t=$1
     mkdir -p "$out/new/$t"
     date +%s > "$out/$t.start"
-    { run_libfuzzer "$ROOT" "$t" "$out/crashes/$t" /dev/stdout "$out/new/$t" "$ROOT/corpus/$t" -- \
+    local pool=()
+    [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || pool=("$POOL/$t")
+    { run_libfuzzer "$ROOT" "$t" "$out/crashes/$t" /dev/stdout "$out/new/$t" "$ROOT/corpus/$t" "${pool[@]}" -- \
         -max_total_time=$((minutes * 60)) -print_pcs=0 || true; } | {
         local start=$SECONDS
         while IFS= read -r line; do printf '%s %s\n' "$((SECONDS - start))" "$line"; done
     } > "$out/$t.log"
+    touch "$out/$t.done"
 }
 
+# A finished target is shown once, marked done.
+declare -A shown
 status() {
-    local t last
+    local t last done_mark
     for t in "${list[@]}"; do
+        [ -z "${shown[$t]:-}" ] || continue
+        done_mark=""
+        [ ! -f "$out/$t.done" ] || { shown[$t]=1; done_mark="  done"; }
         [ -f "$out/$t.log" ] || { printf '  %-18s waiting\n' "$t"; continue; }
         # Nothing yet while the target builds (an ASan target builds at its
         # first run): not a failure.
         last=$(grep -a 'cov:' "$out/$t.log" | tail -1 || true)
-        printf '  %-18s %4ss  cov %-6s exec/s %-6s crashes %s\n' "$t" "${last%% *}" \
+        printf '  %-18s %4ss  cov %-6s exec/s %-6s crashes %s%s\n' "$t" "${last%% *}" \
             "$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")" \
             "$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$last")" \
-            "$(find "$out/crashes/$t" -type f 2>/dev/null | wc -l)"
+            "$(find "$out/crashes/$t" -type f 2>/dev/null | wc -l)" "$done_mark"
     done
 }
 
+# The report, DIR/report.md: rewritten while the targets run (what their
+# logs say so far) and once more at the end, with states, merge and crashes.
+declare -A before after
+write_report() {
+    local t log first last s0 s1 crashes_now line rate runs
+    crashes_now=$(find "$out/crashes" -type f 2>/dev/null | wc -l)
+    {
+        page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
+            --targets "$(IFS=,; echo "${list[*]}")"
+        echo "Output: $(basename "$out")/."
+        echo
+        echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
+        [ "${1:-}" = final ] || printf '\n**In progress** (%s): the figures so far.\n' "$(date -u +%T)"
+        echo
+        echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after (cap) | pool after | crashes |"
+        echo "| --- | ---: | ---: | --- | --- | --- | ---: | ---: |"
+        for t in "${list[@]}"; do
+            log="$out/$t.log"
+            [ -f "$log" ] || { echo "| $t | waiting | | | | | | |"; continue; }
+            first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
+            last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
+            # libFuzzer's final stats, or (running) its last status line.
+            line=$(grep -a 'cov:' "$log" | tail -1 || true)
+            rate=$(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log")
+            [ -n "$rate" ] || rate=$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$line")
+            runs=$(sed -n 's/.*stat::number_of_executed_units: *//p' "$log")
+            [ -n "$runs" ] || runs=$(sed -n 's/^[0-9]* #\([0-9]*\).*/\1/p' <<<"$line")
+            s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
+            s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
+            echo "| $t | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
+        done
+        for t in "${list[@]}"; do
+            [ -z "${merged_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${merged_note[$t]}"
+        done
+        echo
+        echo "![coverage over time](coverage.svg) ![abstract states over time](states.svg)"
+        echo
+        if [ "$crashes_now" -eq 0 ]; then
+            echo "No crash."
+        elif [ -f "$out/crashes.md" ]; then
+            echo "## Crashes"
+            echo
+            cat "$out/crashes.md"
+        else
+            echo "$crashes_now crash(es) so far in $(basename "$out")/crashes/, not triaged yet."
+        fi
+        if [ ${#real_status[@]} -gt 0 ]; then
+            echo
+            echo "## The new corpus entries on the real C driver"
+            echo
+            for line in "${real_status[@]}"; do echo "- $line"; done
+            for t in "${list[@]}"; do
+                log="$out/$t.real-kernel.log"
+                [ -f "$log" ] && grep -q ': C: [0-9]* difference(s) from the model' "$log" || continue
+                echo
+                echo "Where the model of the C driver and the real driver differ ($t):"
+                echo
+                echo '```text'
+                awk '/: C: [0-9]+ difference\(s\) from the model/ { show = 1; print; next }
+                     /^    / && show { print; next } { show = 0 }' "$log"
+                echo '```'
+            done
+        fi
+    } > "$out/report.md.new"
+    mv "$out/report.md.new" "$out/report.md"
+}
+
+declare -A pooled
+progress() { sleep 30; echo "[$(date +%T)]"; status; write_report; }
 step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time (output: $out)"
 pids=()
 for t in "${list[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 30; echo "[$(date +%T)]"; status; done
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do progress; done
     run_target "$t" & pids+=($!)
 done
-while [ "$(jobs -rp | wc -l)" -gt 0 ]; do sleep 30; echo "[$(date +%T)]"; status; done
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do progress; done
 wait "${pids[@]}" 2>/dev/null || true
+echo "[$(date +%T)]"; status
 
 # The distinct abstract states each target reached and when: every input
 # replayed through the harness with the state recorder, in the order the
 # files were written (exact, whatever the engine; see harness/src/feedback.rs).
 step "counting abstract states (triage states)"
 for t in "${list[@]}"; do
+    dirs=("$ROOT/corpus/$t")
+    [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
     "$triage" states --target "$t" --since "$(cat "$out/$t.start")" \
-        "$ROOT/corpus/$t" "$out/new/$t" > "$out/$t.states" 2> "$out/$t.states.log" ||
+        "${dirs[@]}" "$out/new/$t" > "$out/$t.states" 2> "$out/$t.states.log" ||
         echo "triage states failed for $t (see $out/$t.states.log)" >&2
     "$triage" states --json --target "$t" --since "$(cat "$out/$t.start")" \
-        "$ROOT/corpus/$t" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
+        "${dirs[@]}" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
 done
 
-step "merging new inputs into corpus/ (libFuzzer -merge=1)"
-declare -A before after
+step "merging new inputs into fuzz/pool/ (edges and states) and corpus/ (edges, capped)"
 for t in "${list[@]}"; do
-    before[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
+    before[$t]=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
     ls "$ROOT/corpus/$t" | LC_ALL=C sort > "$out/$t.corpus-before"
-    merged="$out/merged/$t"; mkdir -p "$merged"
-    run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
-        "$merged" "$ROOT/corpus/$t" "$out/new/$t" -- -merge=1 || die "merge failed for $t (see $out/$t.merge.log)"
-    if [ -n "$(ls -A "$merged")" ]; then
-        find "$ROOT/corpus/$t" -type f -delete
-        cp "$merged"/* "$ROOT/corpus/$t"/
-    fi
-    after[$t]=$(ls "$ROOT/corpus/$t" | wc -l)
+    merge_target "$t" "$out/new/$t"
+    after[$t]=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
+    pooled[$t]=$(find "$POOL/$t" -maxdepth 1 -type f | wc -l)
 done
-
-crashes=$(find "$out/crashes" -type f | wc -l)
-if [ "$crashes" -gt 0 ]; then
-    step "triaging $crashes crash(es)"
-    "$triage" report "$out/crashes" > "$out/crashes.md" || true
-    # crash-*, timeout-* and oom-* artifacts alike
-fi
 
 # The new corpus entries of the targets whose inputs run on the real
 # drivers, on the real C driver. Sets real_status (a line for the report)
-# and real_divergent (how many entries a model disagreed on).
-real_status=() real_divergent=0
+# and real_divergent (how many entries a model disagreed on), declared at
+# the top for the report.
 real_kernel_replay() {
     local t new n log
     for t in "${list[@]}"; do
@@ -194,6 +327,14 @@ real_kernel_replay() {
 }
 real_kernel_replay
 
+
+crashes=$(find "$out/crashes" -type f | wc -l)
+if [ "$crashes" -gt 0 ]; then
+    step "triaging $crashes crash(es)"
+    "$triage" report "$out/crashes" > "$out/crashes.md" || true
+    # crash-*, timeout-* and oom-* artifacts alike
+fi
+
 if [ "$coverage" -eq 1 ]; then
     step "source coverage (cargo fuzz coverage)"
     for t in "${list[@]}"; do
@@ -210,54 +351,10 @@ done
 "$triage" plot "${logs[@]}" -o "$out/coverage.svg" > /dev/null
 [ ${#states[@]} -eq 0 ] || "$triage" plot --metric states "${states[@]}" -o "$out/states.svg" > /dev/null
 
+write_report final
+# The result page: the report, its plots beside it under the page's name.
 page=$(result_page campaign)
 stem=$(basename "$page" .md)
-{
-    page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
-        --targets "$(IFS=,; echo "${list[*]}")"
-    echo "Output: $(basename "$out")/."
-    echo
-    echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
-    echo
-    echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after | crashes |"
-    echo "| --- | ---: | ---: | --- | --- | --- | ---: |"
-    for t in "${list[@]}"; do
-        log="$out/$t.log"
-        first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
-        last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
-        s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
-        s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
-        echo "| $t | $(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log") | $(sed -n 's/.*stat::number_of_executed_units: *//p' "$log") | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]} → ${after[$t]} | $(find "$out/crashes/$t" -type f | wc -l) |"
-    done
-    echo
-    echo "![coverage over time](coverage.svg) ![abstract states over time](states.svg)"
-    echo
-    if [ "$crashes" -gt 0 ]; then
-        echo "## Crashes"
-        echo
-        cat "$out/crashes.md"
-    else
-        echo "No crash."
-    fi
-    if [ ${#real_status[@]} -gt 0 ]; then
-        echo
-        echo "## The new corpus entries on the real C driver"
-        echo
-        for line in "${real_status[@]}"; do echo "- $line"; done
-        for t in "${list[@]}"; do
-            log="$out/$t.real-kernel.log"
-            [ -f "$log" ] && grep -q ': C: [0-9]* difference(s) from the model' "$log" || continue
-            echo
-            echo "Where the model of the C driver and the real driver differ ($t):"
-            echo
-            echo '```text'
-            awk '/: C: [0-9]+ difference\(s\) from the model/ { show = 1; print; next }
-                 /^    / && show { print; next } { show = 0 }' "$log"
-            echo '```'
-        done
-    fi
-} > "$out/report.md"
-# The result page: the report, its plots beside it under the page's name.
 sed "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
     "$out/report.md" > "$page"
 cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"

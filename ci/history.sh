@@ -67,55 +67,22 @@ work=${TMPDIR:-/tmp}/idpool-history
 rm -rf "$work" && mkdir -p "$work"
 step "building the targets and triage"
 triage=$(triage_bin)
-for t in $(jq -r '.[].target' <<<"$hunts" | sort -u); do
-    # With the flags its hunt runs with (ci/lib.sh fuzz_flags_for: an ASan
-    # build for a target that links C), so that no hunt's time includes a
-    # build.
-    read -ra flags <<<"$(fuzz_flags_for "$t")"
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t") >/dev/null 2>&1
-done
+# shellcheck disable=SC2046 # target names, one word each
+fuzz_build "$ROOT" $(jq -r '.[].target' <<<"$hunts" | sort -u) 2>/dev/null
 
-# One seed's hunt for finding $1 with target $2: prints "SECONDS OPS
-# REPORTER SIGNATURE" when the seed found it ("inf" when it did not; REPORTER
-# is `check`, or `asan:<what ASan reported>` with `_` for spaces), and
-# keeps the minimised trace in DIR/min.trace; a crash that is not the
-# finding is reported and sets `failed`.
+# One seed's hunt for finding $1 with target $2 (`hunt_finding`, which
+# builds nothing: fuzz_build above built each target with the flags its
+# hunt runs with, AddressSanitizer for one that links C): prints "SECONDS
+# OPS BY SIGNATURE" when the seed found it, "inf" when it did not, "notit"
+# (reported) for a crash that is not the finding.
 hunt_seed() {
-    local finding=$1 target=$2 seed=$3 mainline=$4 dir="$work/$1/$2/seed-$3" start end art min asan
-    start=$(date +%s.%N)
-    IDPOOL_HISTORY=$finding hunt "$ROOT" "$target" "$dir" "$seed" "$budget" || true
-    end=$(date +%s.%N)
-    art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
-    if [ -z "$art" ]; then
-        echo "$finding/$target seed $seed: not found in ${budget} s" >&2
-        echo "inf"
-        return
-    fi
-    min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
-    # The finding is what `history::Finding::of` tells the minimised failure
-    # to be, on a historical version: a mainline side's failure names no
-    # version (e.g. `dbitmap: kernel crash`) and is a finding of its own.
-    # A finding of mainline itself (a difference between its two drivers,
-    # `"mainline": true`) names none by nature.
-    if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
-        { [ "$mainline" = false ] &&
-            ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; }; then
-        echo "$finding/$target seed $seed: crashed with $(jq -r '.signature // "?"' <<<"$min"), not the finding" >&2
-        echo "notit"
-        return
-    fi
-    # What AddressSanitizer reported, e.g. "attempting double-free".
-    asan=$(sed -n 's/.*ERROR: AddressSanitizer: \([a-z-]*\( [a-z-]*\)\{0,1\}\).*/\1/p' "$dir/log" | head -n 1)
-    if [ "$(jq -r '.memory_safety // false' <<<"$min")" = true ] &&
-        [ "$(target_field "$target" sanitizer)" = address ] && [ -z "$asan" ]; then
-        echo "$finding/$target seed $seed: a memory-safety finding that AddressSanitizer did not report" >&2
-        echo "notit"
-        return
-    fi
-    local by=check
-    [ -z "$asan" ] || by="asan:${asan// /_}"
-    printf '%s %s %s %s\n' "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')" \
-        "$(jq -r .operations <<<"$min")" "$by" "$(jq -r .signature <<<"$min")"
+    local finding=$1 target=$2 seed=$3 mainline=$4 found
+    found=$(hunt_finding "$ROOT" "$triage" "$finding" "$target" "$work/$1/$2/seed-$3" "$seed" "$budget" "$mainline")
+    case "$found" in
+    inf) echo "$finding/$target seed $seed: not found in ${budget} s" >&2 ;;
+    notit*) echo "$finding/$target seed $seed: crashed with ${found#notit }, not the finding" >&2; found=notit ;;
+    esac
+    echo "$found"
 }
 
 failed=0

@@ -137,6 +137,29 @@ fuzz_flags_for() {
     fi
 }
 
+# Builds the libFuzzer binaries of tree $1 (`fuzz_build TREE [TARGET...]`,
+# default every target): those with FUZZ_BUILD_FLAGS together, any target
+# with other flags (AddressSanitizer for one linking C code) on its own,
+# so that a run spends its time fuzzing, not building. Output to stderr.
+fuzz_build() {
+    local tree=$1 t plain=() flags
+    shift
+    [ $# -gt 0 ] || set -- $(targets --engine libfuzzer)
+    for t in "$@"; do
+        read -ra flags <<<"$(fuzz_flags_for "$t")"
+        if [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ]; then
+            plain+=("$t")
+        else
+            (cd "$tree/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t") >&2 || return
+        fi
+    done
+    # cargo-fuzz builds one target or all of them: one call per target
+    # (they share everything but the last link).
+    for t in "${plain[@]}"; do
+        (cd "$tree/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" "$t") >&2 || return
+    done
+}
+
 # The fuzz targets, from the registry (harness/src/registry.rs), one per
 # line; extra arguments go to the `targets` binary (--engine E, --corpus,
 # --all). A target whose needs are not met is left out with a one-line
@@ -173,11 +196,16 @@ target_field() {
 
 # The triage tool, built in release once per script; prints its path.
 triage_bin() {
-    [ -n "${TRIAGE_BIN:-}" ] || {
-        (cd "$ROOT" && cargo build -q --release -p triage) >&2
-        TRIAGE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/triage"
-    }
+    [ -n "${TRIAGE_BIN:-}" ] || TRIAGE_BIN=$(tree_triage "$ROOT")
     printf '%s\n' "$TRIAGE_BIN"
+}
+
+# The triage tool of the tree $1 (a planted copy, another revision's
+# worktree), built in release into CARGO_TARGET_DIR (default TREE/target)
+# every time it is asked for; prints its path.
+tree_triage() {
+    (cd "$1" && cargo build -q --release -p triage) >&2
+    printf '%s\n' "${CARGO_TARGET_DIR:-$1/target}/release/triage"
 }
 
 # Checks that every name in "$@" is a target the registry lists for the
@@ -264,6 +292,103 @@ hunt() {
         -seed="$seed" -max_total_time="$budget" -len_control=0 -max_len="$max_len" "$@"
 }
 
+# The seconds since $1 (a `date +%s.%N`), to a tenth.
+seconds_since() {
+    awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'
+}
+
+# The executions libFuzzer made in the run whose log is $1 (its final
+# stats, printed at a crash too); empty when it printed none.
+hunt_execs() {
+    sed -n 's/^stat::number_of_executed_units: *//p' "$1" 2>/dev/null | tail -n 1
+}
+
+# A planted bug's hunt, as ci/mutants/run.sh and ci/detect.sh run one:
+#   hunt_planted TREE TARGET DIR SEED BUDGET
+# `hunt`, with the failure a check raises written as JSON to
+# DIR/failure.json; prints "SECONDS OUTCOME", the outcome being what
+# libFuzzer left (`left_behind`, its spaces as underscores: caught,
+# timeout, crash,_not_a_check, ...; `none` for nothing).
+hunt_planted() {
+    local tree=$1 t=$2 dir=$3 seed=$4 budget=$5 start outcome
+    rm -rf "$dir" && mkdir -p "$dir"
+    start=$(date +%s.%N)
+    IDPOOL_FAILURE_JSON="$dir/failure.json" hunt "$tree" "$t" "$dir" "$seed" "$budget" || true
+    outcome=$(left_behind "$dir")
+    printf '%s %s\n' "$(seconds_since "$start")" "$(tr ' ' _ <<<"${outcome:-none}")"
+}
+
+# What libFuzzer left in an artifact directory ($1): caught (a crash-* and
+# the failure's JSON a check wrote), "crash, not a check", timeout, oom,
+# leak, "slow unit"; nothing when it is empty. Never fails.
+left_behind() {
+    local dir=$1
+    if compgen -G "$dir/crash-*" > /dev/null; then
+        [ -s "$dir/failure.json" ] && echo caught || echo "crash, not a check"
+    elif compgen -G "$dir/timeout-*" > /dev/null; then echo timeout
+    elif compgen -G "$dir/oom-*" > /dev/null; then echo oom
+    elif compgen -G "$dir/leak-*" > /dev/null; then echo leak
+    elif compgen -G "$dir/slow-unit-*" > /dev/null; then echo "slow unit"
+    fi
+}
+
+# What the harness said first in the artifact directory $1: the first line
+# of the failure's message (its JSON), or else the artifact libFuzzer left
+# (a timeout, an out-of-memory, a crash from no check), cut to 160
+# characters, `|` escaped for a table. Never fails.
+first_message() {
+    local dir=$1 said=""
+    [ ! -s "$dir/failure.json" ] || said=$(jq -r '.message' "$dir/failure.json" | head -n 1)
+    [ -n "$said" ] || said="libFuzzer left $(cd "$dir" && ls -d crash-* timeout-* oom-* leak-* slow-unit-* 2>/dev/null | head -n 1)"
+    printf '%s' "$said" | cut -c1-160 | sed 's/|/\\|/g'
+}
+
+# A historical finding's hunt, as ci/history.sh and ci/detect.sh run one:
+#   hunt_finding TREE TRIAGE FINDING TARGET DIR SEED BUDGET [MAINLINE]
+# `hunt` on the unplanted TREE with IDPOOL_HISTORY set to FINDING alone
+# (the other known findings end their runs quietly; anything else
+# crashes). Prints "SECONDS OPS BY SIGNATURE" when the run found it,
+# minimised by TRIAGE (TREE's triage tool) into DIR/min.trace, BY being
+# `check` (a check of the harness) or `asan:<what AddressSanitizer
+# reported>` with `_` for spaces; "inf" when it found nothing, "notit
+# SIGNATURE" when it crashed with something that is not the finding. A
+# memory-safety finding (`--json`: `memory_safety`) of a target built with
+# AddressSanitizer counts only when ASan reported it in the run's log. The finding is what `history::Finding::of` tells the
+# minimised failure to be (`triage minimize --json`: its `finding`), on a
+# historical version: a mainline side's failure names no version (e.g.
+# `dbitmap: kernel crash`) and is a finding of its own. A finding of
+# mainline itself (a difference between its two drivers, MAINLINE `true`,
+# as `targets --findings --json` lists it) names no version by nature.
+hunt_finding() {
+    local tree=$1 triage=$2 finding=$3 t=$4 dir=$5 seed=$6 budget=$7 mainline=${8:-false} start seconds art min asan by
+    rm -rf "$dir" && mkdir -p "$dir"
+    start=$(date +%s.%N)
+    IDPOOL_HISTORY=$finding hunt "$tree" "$t" "$dir" "$seed" "$budget" || true
+    seconds=$(seconds_since "$start")
+    art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
+    if [ -z "$art" ]; then
+        echo inf
+        return
+    fi
+    min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
+    if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
+        { [ "$mainline" = false ] &&
+            ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; }; then
+        echo "notit $(jq -r '.signature // "?"' <<<"$min")"
+        return
+    fi
+    # What AddressSanitizer reported, e.g. "attempting double-free".
+    asan=$(sed -n 's/.*ERROR: AddressSanitizer: \([a-z-]*\( [a-z-]*\)\{0,1\}\).*/\1/p' "$dir/log" | head -n 1)
+    if [ "$(jq -r '.memory_safety // false' <<<"$min")" = true ] &&
+        [ "$(target_field "$t" sanitizer)" = address ] && [ -z "$asan" ]; then
+        echo "notit $(jq -r '.signature // "?"' <<<"$min") (AddressSanitizer reported nothing)"
+        return
+    fi
+    by=check
+    [ -z "$asan" ] || by="asan:${asan// /_}"
+    printf '%s %s %s %s\n' "$seconds" "$(jq -r .operations <<<"$min")" "$by" "$(jq -r .signature <<<"$min")"
+}
+
 # The median of the numbers on stdin, one a line: the middle one of an odd
 # count, the mean of the two middle ones of an even count (rounded to one
 # decimal); `?` when there is none.
@@ -326,7 +451,9 @@ page_head() {
     local title=$1 rev dirty=""
     shift
     rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-    [ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
+    # The result pages being written (result_page) do not count.
+    [ -z "$(git -C "$ROOT" status --porcelain -- . ':!docs/results' 2>/dev/null)" ] ||
+        dirty=" (with uncommitted changes)"
     printf '# %s\n\n' "$title"
     printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
     printf -- '- command: `%s`\n' "$*"
@@ -338,6 +465,14 @@ page_head() {
 # `plant --targets SPEC` prints its targets (see harness/src/mutant.rs).
 plant() {
     (cd "$ROOT" && cargo run -q --release -p idpool-harness --bin plant -- "$@")
+}
+
+# Copies the tree FROM (default the repository's root) into DIR and plants
+# the bug of SPEC there: `plant_tree SPEC DIR [FROM]`. Fails when the spec
+# does not apply.
+plant_tree() {
+    copy_tree "$2" "${3:-$ROOT}"
+    plant "$1" "$2"
 }
 
 # The planted-bug scripts' scratch directory (artifacts, trees, reports).
@@ -352,7 +487,9 @@ mutant_specs() {
 
 # Copies the working tree as it is (committed or not), without build
 # output (any `target/`, honggfuzz's `hfuzz_target/` and
-# `hfuzz_workspace/`), into the directory $1 (emptied first).
+# `hfuzz_workspace/`), into the directory $1 (emptied first): `copy_tree
+# DIR [FROM]` copies the tree FROM instead (default the repository's root,
+# e.g. another revision's worktree).
 #
 # tar keeps each file's mtime, and cargo decides what to rebuild by
 # mtimes: a file the previous copy changed (a planted bug) comes back
@@ -363,13 +500,13 @@ mutant_specs() {
 # and differing from the tree, are touched after the copy; a file touched
 # that way is not changed and is not touched again by the next copy.
 copy_tree() {
-    local changed=() f
+    local changed=() f from=${2:-$ROOT}
     if [ -e "$1/.copied" ]; then
         mapfile -t changed < <(cd "$1" && find . -type f -newer .copied \
-            -exec sh -c '! cmp -s "$1" "$2/$1"' _ {} "$ROOT" \; -print)
+            -exec sh -c '! cmp -s "$1" "$2/$1"' _ {} "$from" \; -print)
     fi
     rm -rf "$1" && mkdir -p "$1"
-    (cd "$ROOT" && tar --exclude=target --exclude=hfuzz_target --exclude=hfuzz_workspace \
+    (cd "$from" && tar --exclude=target --exclude=hfuzz_target --exclude=hfuzz_workspace \
         --exclude=./.git --exclude=./fuzz/artifacts --exclude=./fuzz/corpus -cf - .) |
         tar -xf - -C "$1"
     touch -d '1 second ago' "$1/.copied"

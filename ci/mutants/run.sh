@@ -53,30 +53,6 @@ mkdir -p "$work"
 # One target directory for every mutant: only the crates a bug is planted in rebuild.
 export CARGO_TARGET_DIR="$work/target"
 
-# What libFuzzer left in an artifact directory ($1): caught (a crash-* and
-# the failure's JSON), crash (not a check), timeout, oom, leak, slow unit;
-# nothing when it is empty. Never fails.
-left_behind() {
-    local dir=$1
-    if compgen -G "$dir/crash-*" > /dev/null; then
-        [ -s "$dir/failure.json" ] && echo caught || echo "crash, not a check"
-    elif compgen -G "$dir/timeout-*" > /dev/null; then echo timeout
-    elif compgen -G "$dir/oom-*" > /dev/null; then echo oom
-    elif compgen -G "$dir/leak-*" > /dev/null; then echo leak
-    elif compgen -G "$dir/slow-unit-*" > /dev/null; then echo "slow unit"
-    fi
-}
-
-# What the harness said first in $1: the first line of the failure's
-# message (its JSON), or else the artifact libFuzzer left (a timeout, an
-# out-of-memory, a crash from no check). Never fails.
-first_message() {
-    local dir=$1 said=""
-    [ ! -s "$dir/failure.json" ] || said=$(jq -r '.message' "$dir/failure.json" | head -n 1)
-    [ -n "$said" ] || said="libFuzzer left $(cd "$dir" && ls -d crash-* timeout-* oom-* leak-* slow-unit-* 2>/dev/null | head -n 1)"
-    printf '%s' "$said" | cut -c1-160 | sed 's/|/\\|/g'
-}
-
 rows=()
 missed=0
 
@@ -90,12 +66,13 @@ for spec in "${specs[@]}"; do
     # A stale catch of an earlier run must not reach triage-check.sh.
     rm -f "$work/caught/$name"
     tree="$work/tree"
-    copy_tree "$tree"
-    if ! plant "$spec" "$tree"; then
+    if ! plant_tree "$spec" "$tree"; then
         rows+=("| $name | spec does not apply | | |"); missed=$((missed + 1)); continue
     fi
     log="$work/$name.log"
-    if ! (cd "$tree/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}") > "$log" 2>&1; then
+    build=()
+    for target in $targets; do grep -qx -- "$target" <<<"$available" && build+=("$target"); done
+    if [ ${#build[@]} -gt 0 ] && ! fuzz_build "$tree" "${build[@]}" 2> "$log"; then
         rows+=("| $name | build failed (see $log) | | |"); missed=$((missed + 1)); continue
     fi
 
@@ -111,12 +88,9 @@ for spec in "${specs[@]}"; do
             continue
         fi
         dir="$work/artifacts/$name/$target"
-        rm -rf "$dir" && mkdir -p "$dir"
-        start=$(date +%s.%N)
-        IDPOOL_FAILURE_JSON="$dir/failure.json" hunt "$tree" "$target" "$dir" "$seed" "$budget" || true
-        end=$(date +%s.%N)
-        seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
-        outcome=$(left_behind "$dir")
+        read -r seconds outcome <<<"$(hunt_planted "$tree" "$target" "$dir" "$seed" "$budget")"
+        outcome=${outcome//_/ }
+        [ "$outcome" != none ] || outcome=""
         if [ "$outcome" = caught ]; then
             said=$(first_message "$dir")
             caught="| $name | $target | $seconds | $said |"

@@ -14,7 +14,10 @@
 //!
 //! With the `state-feedback` feature off (`--no-default-features`), the
 //! call does nothing but record, so the same seeds can be fuzzed with and
-//! without the feedback and compared.
+//! without the feedback and compared. At run time, `IDPOOL_STATE_FEEDBACK=0`
+//! does the same in a binary built with it: `ci/campaign.sh` merges the
+//! committed corpus that way, so that it keeps only inputs that add
+//! coverage, and the state-rewarded ones stay in a local pool.
 //!
 //! The count of distinct states is computed offline and exactly:
 //! [`record`] runs a closure with a recorder that keeps every state
@@ -137,10 +140,18 @@ pub fn observe(state: AbstractState) {
         }
     });
     #[cfg(feature = "state-feedback")]
-    {
+    if enabled() {
         let slot = (mix(state.key()) % SLOTS as u64) as usize;
         slots::TABLE[slot]();
     }
+}
+
+/// Whether states reach the engine as edges: unless the environment says
+/// `IDPOOL_STATE_FEEDBACK=0` (read once).
+#[cfg(feature = "state-feedback")]
+fn enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("IDPOOL_STATE_FEEDBACK").is_none_or(|v| v != "0"))
 }
 
 /// Runs `f` and returns its result with every state observed meanwhile on

@@ -282,6 +282,16 @@ impl Finding {
         Finding::DoubleFree,
     ];
 
+    /// The findings of upstream's past versions of the handle table (the
+    /// others are differences between mainline's two drivers, which only
+    /// the command-level target runs).
+    pub const HISTORICAL: [Finding; 4] = [
+        Finding::Collision,
+        Finding::V3Threshold,
+        Finding::RustMismatch,
+        Finding::V3Zero,
+    ];
+
     /// The name `IDPOOL_HISTORY` and `ci/history.sh` use.
     pub fn name(self) -> &'static str {
         match self {

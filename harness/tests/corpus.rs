@@ -67,12 +67,17 @@ fn replay(target: &dyn Target) {
     let files = files(&dir);
     assert!(!files.is_empty(), "corpus {} is empty", dir.display());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = std::time::Instant::now();
     std::thread::scope(|scope| {
         for share in files.chunks(files.len().div_ceil(threads)) {
             scope.spawn(move || share.iter().for_each(|path| replay_file(target, path)));
         }
     });
-    eprintln!("{name}: replayed {} corpus files twice", files.len());
+    eprintln!(
+        "{name}: replayed {} corpus files twice in {:.1} s",
+        files.len(),
+        start.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -83,4 +88,21 @@ fn every_target_replays_its_corpus() {
             None => replay(target),
         }
     }
+}
+
+#[test]
+fn every_committed_corpus_is_within_its_cap() {
+    let over: Vec<String> = targets::traceable()
+        .filter(|target| target.has_corpus())
+        .filter_map(|target| {
+            let (files, cap) = (files(&corpus_dir(target.name())).len(), target.corpus_cap());
+            (files > cap).then(|| format!("corpus/{}: {files} files, cap {cap}", target.name()))
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "committed corpora above their cap ({}); minimise them with \
+         `ci/campaign.sh --minimise` (edge coverage alone, `-merge=1 -use_counters=0`)",
+        over.join("; ")
+    );
 }

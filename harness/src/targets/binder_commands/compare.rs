@@ -286,32 +286,35 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
                 None
             }
         }
-        Diff::Log { c, rust } if logs_explained(c, rust) => Some(rule("log-lines")),
-        Diff::Log { c, rust } => {
-            released_by_stale_handles(c, rust).then(|| rule("dying-target-reply"))
-        }
+        Diff::Log { c, rust } => logs_explained(c, rust).then(|| rule("log-lines")),
         Diff::State { .. } => None,
     }
 }
 
-/// Finding 0006, C's side: the target died while the objects were being
-/// translated, after some of them already were. Its death emptied its
-/// reference tree, so the buffer's first handles now name references C made
-/// after the death, for other nodes; `binder_transaction_buffer_release`
-/// decrements those (binder.c 2109-2115) and prints "invalid dec" where
-/// the strength differs (`binder_dec_ref_olocked`, 1275-1293). Only beside
-/// the finding's own lines:
-/// C found the process dead, Rust failed the translation.
-fn released_by_stale_handles(c: &[Log], rust: &[Log]) -> bool {
+/// Finding 0006, C's side, for a group of steps in which a process exited
+/// inside a transaction's window: the target died while the objects were
+/// being translated, after some of them already were. Its death emptied
+/// its reference tree, so the buffer's first handles now name references C
+/// made after the death, for other nodes; whether C then finds the process
+/// dead or a later object fails, `binder_transaction_buffer_release`
+/// decrements those references (binder.c 2109-2115) and prints "invalid
+/// dec" where the strength differs (`binder_dec_ref_olocked`, 1275-1293).
+/// Only with Rust's failed copy ("Failure in copy_transaction_data": its
+/// insert refused the dead process; the lines are a multiset difference, so
+/// its failed translation is matched by C's own when a later object
+/// failed) and no other line the log-lines rule does not allow.
+pub fn released_by_stale_handles(diff: &Diff) -> Option<&'static Rule> {
+    let Diff::Log { c, rust } = diff else {
+        return None;
+    };
     let rest: Vec<Log> = c
         .iter()
         .filter(|l| !matches!(l, Log::InvalidDecrement { .. }))
         .copied()
         .collect();
-    c.contains(&Log::DeadProcess)
-        && rust.contains(&Log::TranslateFailed)
-        && rest.len() < c.len()
-        && logs_explained(&rest, rust)
+    let explained =
+        rest.len() < c.len() && rust.contains(&Log::CopyFailed) && logs_explained(&rest, rust);
+    explained.then(|| rule("dying-target-reply"))
 }
 
 /// Finding 0005: `BC_INCREFS`/`BC_ACQUIRE` on handle 0 whose reference to
@@ -472,23 +475,27 @@ mod tests {
 
     #[test]
     fn c_invalid_decrements_belong_to_the_dying_target_only_beside_its_lines() {
+        let log = |c: &[Log], rust: &[Log]| Diff::Log {
+            c: c.to_vec(),
+            rust: rust.to_vec(),
+        };
         let weak = Log::InvalidDecrement { strong: false };
-        let dying_c = [weak, Log::DeadProcess, Log::BadBufferObject];
-        let dying_rust = [Log::TranslateFailed, Log::CopyFailed];
-        assert!(released_by_stale_handles(&dying_c, &dying_rust));
-        // C's invalid decrement anywhere else is a new difference.
-        assert!(!released_by_stale_handles(&[weak], &[]));
-        assert!(!released_by_stale_handles(
-            &[weak, Log::DeadProcess],
-            &[Log::CopyFailed]
-        ));
-        // Without one, the log-lines rule is the one that applies.
-        assert!(!released_by_stale_handles(&dying_c[1..], &dying_rust));
-        // Beside a line no rule allows, still new.
-        assert!(!released_by_stale_handles(
-            &[weak, Log::DeadProcess, Log::Bug],
-            &dying_rust
-        ));
+        let rust = [Log::TranslateFailed, Log::CopyFailed];
+        let found = |d: &Diff| released_by_stale_handles(d).map(|r| r.name);
+        // C finds the process dead, or a later object fails.
+        let dead = [weak, Log::DeadProcess, Log::BadBufferObject];
+        assert_eq!(found(&log(&dead, &rust)), Some("dying-target-reply"));
+        // (Both failed a translation then: only Rust's copy line differs.)
+        let later = [weak, Log::ObjectInvalidHandle(2), Log::BadBufferObject];
+        assert_eq!(
+            found(&log(&later, &[Log::CopyFailed])),
+            Some("dying-target-reply")
+        );
+        // Without Rust's failed copy, or without an invalid decrement, or
+        // beside a line no rule allows: not this.
+        assert_eq!(found(&log(&dead, &[Log::TranslateFailed])), None);
+        assert_eq!(found(&log(&dead[1..], &rust)), None);
+        assert_eq!(found(&log(&[weak, Log::Bug], &rust)), None);
     }
 
     #[test]

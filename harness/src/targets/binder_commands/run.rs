@@ -603,11 +603,20 @@ fn compare_group(
     // A step's plan is the group's: a difference of a step run in the
     // window of a step whose allocation failed is that failure's.
     let leader = program.plans[first];
+    // A process that exited inside another step's window (finding 0006).
+    let exited_in_window = oc
+        .iter()
+        .any(|(j, _)| *j != first && matches!(program.program.steps[*j].command, Command::Exit));
     let explained: Vec<Option<&'static Rule>> = diffs
         .iter()
         .map(|(i, d)| {
             compare::explain(&program.program.steps[*i], leader, d)
                 .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
+                .or_else(|| {
+                    exited_in_window
+                        .then(|| compare::released_by_stale_handles(d))
+                        .flatten()
+                })
         })
         .collect();
     // Within a group the steps interleave: once one difference is a finding
