@@ -75,12 +75,7 @@ runs="$work/runs.tsv"
 trees=(current)
 declare -A src=([current]=$ROOT)
 if [ -n "$baseline" ]; then
-    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$baseline^{commit}") || die "--baseline: no such revision '$baseline'"
-    base="$work/baseline-${rev:0:12}"
-    if [ ! -d "$base" ]; then
-        step "checking out $baseline (${rev:0:12}) in $base"
-        git -C "$ROOT" worktree add --detach -f "$base" "$rev" >/dev/null
-    fi
+    base=$(baseline_worktree "$baseline" "$work")
     trees+=(baseline)
     src[baseline]=$base
 fi

@@ -389,6 +389,19 @@ hunt_finding() {
     printf '%s %s %s %s\n' "$seconds" "$(jq -r .operations <<<"$min")" "$by" "$(jq -r .signature <<<"$min")"
 }
 
+# `baseline_worktree REV WORK`: prints the path of a detached worktree of
+# revision REV under WORK (baseline-<12 hex>), checked out once and reused.
+baseline_worktree() {
+    local rev base
+    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$1^{commit}") || die "--baseline: no such revision '$1'"
+    base="$2/baseline-${rev:0:12}"
+    if [ ! -d "$base" ]; then
+        step "checking out $1 (${rev:0:12}) in $base"
+        git -C "$ROOT" worktree add --detach -f "$base" "$rev" >/dev/null
+    fi
+    echo "$base"
+}
+
 # The median of the numbers on stdin, one a line: the middle one of an odd
 # count, the mean of the two middle ones of an even count (rounded to one
 # decimal); `?` when there is none.

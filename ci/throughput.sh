@@ -74,12 +74,7 @@ mkdir -p "$work"
 trees=("$ROOT")
 names=(current)
 if [ -n "$baseline" ]; then
-    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$baseline^{commit}") || die "--baseline: no such revision '$baseline'"
-    base="$work/baseline-${rev:0:12}"
-    if [ ! -d "$base" ]; then
-        step "checking out $baseline (${rev:0:12}) in $base"
-        git -C "$ROOT" worktree add --detach -f "$base" "$rev" >/dev/null
-    fi
+    base=$(baseline_worktree "$baseline" "$work")
     trees+=("$base")
     names+=("baseline")
 fi

@@ -20,9 +20,11 @@ fn run_many(inputs: u64, name: &str) -> Events {
     total
 }
 
-#[test]
-fn pool_ops_reaches_the_interesting_paths() {
-    let e = run_many(3000, "pool_ops");
+/// The paths of an `IdPool` run of the pool operations that `pool_ops`
+/// and `kernel_idpool` both must reach: grows committed and stale, shrinks
+/// committed, refused and raised, failed allocations, a full pool, the
+/// ceiling and a deep pool.
+fn assert_idpool_paths(e: &Events) {
     assert!(e.grow_committed > 0, "{e:?}");
     assert!(e.stale_grow_ignored > 0, "{e:?}");
     assert!(e.shrink_committed > 0, "{e:?}");
@@ -32,6 +34,12 @@ fn pool_ops_reaches_the_interesting_paths() {
     assert!(e.pool_full > 0, "{e:?}");
     assert!(e.grow_at_ceiling > 0, "{e:?}");
     assert!(e.deep > 0, "{e:?}");
+}
+
+#[test]
+fn pool_ops_reaches_the_interesting_paths() {
+    let e = run_many(3000, "pool_ops");
+    assert_idpool_paths(&e);
     // FastPool, driven beside IdPool, compared at 4096 ids or more.
     assert!(e.design_deep > 0, "{e:?}");
     // with_capacity with failing flags: refused above one word.
@@ -374,15 +382,7 @@ fn kernel_idpool_reaches_the_interesting_paths() {
     }
     println!("{}", kernel.provenance().expect("the sources' provenance"));
     let e = run_many(1000, "kernel_idpool");
-    assert!(e.grow_committed > 0, "{e:?}");
-    assert!(e.stale_grow_ignored > 0, "{e:?}");
-    assert!(e.shrink_committed > 0, "{e:?}");
-    assert!(e.shrink_refused > 0, "{e:?}");
-    assert!(e.shrink_raised_capacity > 0, "{e:?}");
-    assert!(e.alloc_failed > 0, "{e:?}");
-    assert!(e.pool_full > 0, "{e:?}");
-    assert!(e.grow_at_ceiling > 0, "{e:?}");
-    assert!(e.deep > 0, "{e:?}");
+    assert_idpool_paths(&e);
     assert!(e.reset_refused > 0, "{e:?}");
     // Releases and searches past the capacity, answered alike and each
     // release logged by mainline.
