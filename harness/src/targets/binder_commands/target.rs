@@ -169,23 +169,6 @@ impl Target for CommandsTarget {
         ] {
             crate::dict::entry(&mut out, what, &[byte]);
         }
-        // The context manager's life, two steps of two processes (process
-        // bits 0-1): one registers, then another refers to handle 0; the
-        // manager exits, then another registers; one registers, then another
-        // tries to.
-        let (set_manager, exit, increfs_0) = (0u8, 11u8 << 2, 13u8 << 2);
-        for a in 0..4u8 {
-            for b in (0..4u8).filter(|&b| b != a) {
-                for ((first, x), (second, y)) in [
-                    (("set-manager", set_manager), ("increfs 0", increfs_0)),
-                    (("exit", exit), ("set-manager", set_manager)),
-                    (("set-manager", set_manager), ("set-manager", set_manager)),
-                ] {
-                    let what = format!("p{a} {first}; p{b} {second}");
-                    crate::dict::entry(&mut out, &what, &[x | a, y | b]);
-                }
-            }
-        }
         Some(out)
     }
 }
