@@ -76,6 +76,7 @@ trees=(current)
 declare -A src=([current]=$ROOT)
 if [ -n "$baseline" ]; then
     base=$(baseline_worktree "$baseline" "$work")
+    rev=$(git -C "$base" rev-parse HEAD)
     trees+=(baseline)
     src[baseline]=$base
 fi

@@ -75,6 +75,7 @@ trees=("$ROOT")
 names=(current)
 if [ -n "$baseline" ]; then
     base=$(baseline_worktree "$baseline" "$work")
+    rev=$(git -C "$base" rev-parse HEAD)
     trees+=("$base")
     names+=("baseline")
 fi
