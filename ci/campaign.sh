@@ -355,8 +355,10 @@ write_report final
 # The result page: the report, its plots beside it under the page's name.
 page=$(result_page campaign)
 stem=$(basename "$page" .md)
-sed "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
-    "$out/report.md" > "$page"
+# Paths into the output directory are written relative to it: the page
+# must not name files the repository does not hold.
+sed -e "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
+    -e "s|$out/|$(basename "$out")/|g" "$out/report.md" > "$page"
 cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
 [ ! -f "$out/states.svg" ] || cp "$out/states.svg" "$RESULTS/$stem-states.svg"
 

@@ -34,6 +34,34 @@ pub trait Windows<D: ?Sized> {
     fn window(&mut self, driver: &mut D, site: AllocSite, held: Held);
 }
 
+/// A step's fault plan: the first allocation at one site fails, every
+/// other succeeds (`fail-ref`, `fail-grow`, `fail-shrink` in a trace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailFirst {
+    site: Option<AllocSite>,
+    failed: bool,
+}
+
+impl FailFirst {
+    /// The plan that fails the first allocation at `site`, if any.
+    pub fn at(site: Option<AllocSite>) -> Self {
+        FailFirst {
+            site,
+            failed: false,
+        }
+    }
+
+    /// The flags of the next allocation at `site`: [`Gfp::Fail`] once.
+    pub fn gfp(&mut self, site: AllocSite) -> Gfp {
+        if self.site == Some(site) && !self.failed {
+            self.failed = true;
+            Gfp::Fail
+        } else {
+            Gfp::Kernel
+        }
+    }
+}
+
 /// Locks other than the process's that a command keeps while it allocates
 /// with the process lock dropped: a command that needs one of them waits
 /// until the paused command is done.

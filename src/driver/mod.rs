@@ -11,7 +11,7 @@ pub mod observe;
 mod rust;
 
 pub use c::{CDriver, Crash};
-pub use exec::{Held, Sequential, Windows};
+pub use exec::{FailFirst, Held, Sequential, Windows};
 pub use rust::RustDriver;
 
 pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_PROCS, NODE_PTRS};

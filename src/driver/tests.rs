@@ -174,8 +174,7 @@ const NONE: [&str; 0] = [];
 /// at the first lock-drop window at `at`, runs `steps` of other processes
 /// unless the paused command keeps a lock one of them needs.
 struct Window {
-    fail: Option<AllocSite>,
-    failed: bool,
+    fail: FailFirst,
     at: Option<AllocSite>,
     steps: Vec<Step>,
     outer: Option<Pid>,
@@ -188,8 +187,7 @@ struct Window {
 impl Window {
     fn failing(site: AllocSite) -> Self {
         Window {
-            fail: Some(site),
-            failed: false,
+            fail: FailFirst::at(Some(site)),
             at: None,
             steps: Vec::new(),
             outer: None,
@@ -200,8 +198,7 @@ impl Window {
 
     fn at(site: AllocSite, steps: &[&str]) -> Self {
         Window {
-            fail: None,
-            failed: false,
+            fail: FailFirst::default(),
             at: Some(site),
             steps: steps.iter().map(|l| parse_step(l)).collect(),
             outer: None,
@@ -217,12 +214,7 @@ impl Window {
 
 impl<D: Model> Windows<D> for Window {
     fn gfp(&mut self, site: AllocSite) -> Gfp {
-        if self.fail == Some(site) && !self.failed {
-            self.failed = true;
-            Gfp::Fail
-        } else {
-            Gfp::Kernel
-        }
+        self.fail.gfp(site)
     }
 
     fn window(&mut self, driver: &mut D, site: AllocSite, held: Held) {

@@ -9,7 +9,7 @@ use super::program::{site_word, CmdProgram, Plan};
 use crate::check::{Check, Checked, Detail, Failure, Flavour, OpKind};
 use crate::Events;
 use idpool::driver::{
-    CDriver, Command, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Windows,
+    CDriver, Command, FailFirst, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Windows,
 };
 use idpool::{AllocSite, Gfp, Version};
 
@@ -95,8 +95,7 @@ impl Side for RustDriver {
 /// allocation, and the steps that run in its windows, each run once, at
 /// the first window of its site.
 struct Group<'p> {
-    fail: Option<AllocSite>,
-    failed: bool,
+    fail: FailFirst,
     outer: Pid,
     /// (index, step, site, its observation once run).
     nested: Vec<Nested<'p>>,
@@ -108,12 +107,7 @@ type Nested<'p> = (usize, &'p Step, AllocSite, Option<(Observed, Snapshot)>);
 
 impl<D: Side> Windows<D> for Group<'_> {
     fn gfp(&mut self, site: AllocSite) -> Gfp {
-        if self.fail == Some(site) && !self.failed {
-            self.failed = true;
-            Gfp::Fail
-        } else {
-            Gfp::Kernel
-        }
+        self.fail.gfp(site)
     }
 
     fn window(&mut self, driver: &mut D, site: AllocSite, held: Held) {
@@ -150,8 +144,7 @@ struct Ran {
 fn run_group<D: Side>(driver: &mut D, program: &CmdProgram, first: usize, end: usize) -> Ran {
     let steps = &program.program.steps;
     let mut group = Group {
-        fail: program.plans[first].fail,
-        failed: false,
+        fail: FailFirst::at(program.plans[first].fail),
         outer: steps[first].pid,
         nested: (first + 1..end)
             .map(|i| {
