@@ -1,34 +1,47 @@
 #!/usr/bin/env bash
-# What the state feedback (harness/src/feedback.rs) brings: fuzzes each
-# target from an empty corpus with libFuzzer, once built with the feedback
-# and once without (`--no-default-features`), with the same seeds, then
-# counts the distinct abstract states each run's corpus reached
-# (`triage states`, exact and engine-independent) and prints a table.
+# Distinct abstract states per CPU-minute: fuzzes each target from an empty
+# corpus with libFuzzer on one core, with the same seeds, in two variants,
+# counts the distinct abstract states each run's corpus reached (`triage
+# states`, exact and engine-independent) and prints a table.
 #
-#   ci/state-feedback.sh [--seconds N] [--seeds 1,2,3] [TARGET...]
+#   ci/state-feedback.sh [--seconds N] [--seeds 1,2,3] [--baseline REV] [TARGET...]
 #
-#   --seconds N   how long each run lasts (default 60)
-#   --seeds LIST  libFuzzer seeds, comma-separated (default 1,2,3)
+#   --seconds N     how long each run lasts (default 60)
+#   --seeds LIST    libFuzzer seeds, comma-separated (default 1,2,3)
+#   --baseline REV  compare this tree with REV (a commit, branch or tag,
+#                   checked out in a scratch worktree and built apart) instead
+#                   of with this tree built without the state feedback
+#                   (`--no-default-features`); the two variants' runs
+#                   alternate, seed by seed, so that the machine's load
+#                   weighs on both alike
 #
-# Targets default to those the registry lists for libFuzzer with a corpus.
-# The table is a result page (docs/results/<date>-state-feedback.md).
+# Targets default to those the registry lists for libFuzzer with a corpus
+# (with --baseline, those the baseline has too; a target it lacks is
+# `n/a`). Every corpus is counted by this tree's `triage states`, one
+# yardstick for both variants. The states per CPU-minute are the distinct
+# states at the end of a run divided by its minutes (each run has one
+# core). The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
-# ${TMPDIR:-/tmp}/idpool-state-feedback).
+# ${TMPDIR:-/tmp}/idpool-state-feedback); the builds are kept between runs.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+given_args=("$@")
 
 seconds=60
 seeds=1,2,3
+baseline=""
 targets_given=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--seconds needs a positive number"; seconds=$2; shift 2 ;;
     --seeds) [[ "${2:-}" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--seeds needs a comma-separated list of numbers"; seeds=$2; shift 2 ;;
+    --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets_given+=("$1"); shift ;;
     esac
 done
+IFS=, read -ra seed_list <<<"$seeds"
 engine_filter=(--engine libfuzzer --corpus)
 if [ ${#targets_given[@]} -gt 0 ]; then
     check_targets "${targets_given[@]}"
@@ -38,44 +51,104 @@ else
 fi
 
 work="${STATE_FEEDBACK_WORK:-${TMPDIR:-/tmp}/idpool-state-feedback}"
-rm -rf "$work" && mkdir -p "$work"
+mkdir -p "$work"
+rm -rf "$work/runs"
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
-step "building with and without the state feedback"
-(cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" --target-dir "$work/build-with")
-(cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" --no-default-features --target-dir "$work/build-without")
 triage=$(triage_bin)
 need_jq
 
-rows=()
+# The variants: a name, the tree it is built from, and its build flags.
+declare -A tree_of flags_of available
+if [ -n "$baseline" ]; then
+    base=$(baseline_worktree "$baseline" "$work")
+    base_rev=$(git -C "$base" rev-parse --short=12 HEAD)
+    variants=(current baseline)
+    tree_of=([current]=$ROOT [baseline]=$base)
+    flags_of=([current]="" [baseline]="")
+    labels=("this tree" "$baseline ($base_rev)")
+else
+    variants=(with without)
+    tree_of=([with]=$ROOT [without]=$ROOT)
+    flags_of=([with]="" [without]=--no-default-features)
+    labels=("with the feedback" "without")
+fi
+# The kernel's header, fetched into this tree, serves both trees.
+if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
+    export KERNEL_TREE="$ROOT/.cache/kernel"
+fi
+for v in "${variants[@]}"; do
+    step "building the $v variant (${tree_of[$v]})"
+    # shellcheck disable=SC2086 # no flag, or one
+    (cd "${tree_of[$v]}/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}" ${flags_of[$v]} \
+        --target-dir "$work/build-$v") > "$work/build-$v.log" 2>&1 ||
+        die "the $v variant does not build (see $work/build-$v.log)"
+    available[$v]=" $(ls "$(fuzz_bin "${tree_of[$v]}" "$work/build-$v")" | tr '\n' ' ') "
+done
+
+# One run: prints its states, edges and executions.
+run() {
+    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=()
+    mkdir -p "$dir/corpus"
+    [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
+    "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
+        -max_total_time="$seconds" "${LIBFUZZER_FLAGS[@]}" \
+        -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
+    printf '%s %s %s\n' \
+        "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \
+        "$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')" \
+        "$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")"
+}
+
+per_minute() { awk -v s="$1" -v t="$seconds" 'BEGIN { if (s ~ /^[0-9]+$/) printf "%.0f", s * 60 / t; else print "?" }'; }
+
+rows=() summary=()
 for t in "${list[@]}"; do
-    for seed in ${seeds//,/ }; do
-        declare -A states=() cov=()
-        for variant in with without; do
-            dir="$work/$t/$variant-$seed"
-            mkdir -p "$dir/corpus"
-            step "$t, seed $seed, $variant the feedback (${seconds}s)"
-            "$(fuzz_bin "$ROOT" "$work/build-$variant")/$t" "$dir/corpus" \
-                -dict="$ROOT/fuzz/dict/$t.dict" -seed="$seed" -max_total_time="$seconds" \
-                "${LIBFUZZER_FLAGS[@]}" \
-                -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
-            states[$variant]=$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)
-            cov[$variant]=$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+    declare -A rates=()
+    for seed in "${seed_list[@]}"; do
+        declare -A states=() cov=() execs=()
+        order=("${variants[@]}")
+        [ $((seed % 2)) -eq 1 ] || order=("${variants[1]}" "${variants[0]}")
+        for v in "${order[@]}"; do
+            if [[ "${available[$v]}" != *" $t "* ]]; then
+                states[$v]=n/a
+                continue
+            fi
+            step "$t, seed $seed, $v (${seconds}s)"
+            read -r states[$v] cov[$v] execs[$v] <<<"$(run "$v" "$t" "$seed" "$work/runs/$t/$v-$seed")"
+            rates[$v]+="$(per_minute "${states[$v]}") "
+            echo "   ${states[$v]} states, cov ${cov[$v]:-?}, ${execs[$v]:-?} runs" >&2
         done
-        rows+=("| $t | $seed | ${states[with]:-?} | ${states[without]:-?} | ${cov[with]:-?} | ${cov[without]:-?} |")
-        unset states cov
+        a=${variants[0]} b=${variants[1]}
+        rows+=("| $t | $seed | ${states[$a]:-?} | ${states[$b]:-?} | ${cov[$a]:-?} | ${cov[$b]:-?} | ${execs[$a]:-?} | ${execs[$b]:-?} |")
+        unset states cov execs
     done
+    ma=$(tr ' ' '\n' <<<"${rates[${variants[0]}]:-}" | grep . | median)
+    mb=$(tr ' ' '\n' <<<"${rates[${variants[1]}]:-}" | grep . | median)
+    ratio=$(awk -v a="$ma" -v b="$mb" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "n/a" }')
+    summary+=("| $t | ${ma} | ${mb/\?/n/a} | $ratio |")
+    unset rates
 done
 
 page=$(result_page state-feedback)
 {
-    page_head "What the state feedback brings" ci/state-feedback.sh --seconds "$seconds" --seeds "$seeds" "${targets_given[@]}"
-    echo "Distinct abstract states and libFuzzer edges after ${seconds}s from an empty corpus:"
+    page_head "Distinct abstract states per CPU-minute" ci/state-feedback.sh "${given_args[@]}"
+    echo "Each run: one core, ${seconds} s from an empty corpus, libFuzzer seeds ${seeds}"
+    echo "(\`LIBFUZZER_FLAGS\` of ci/lib.sh and the target's dictionary); the states"
+    echo "its corpus reached, counted by this tree's \`triage states\`. Per CPU-minute:"
+    echo "the median over the seeds of states x 60 / ${seconds}."
     echo
-    echo "| target | seed | states with | states without | cov with | cov without |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+    echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio |"
+    echo "| --- | ---: | ---: | ---: |"
+    printf '%s\n' "${summary[@]}"
+    echo
+    echo "Every run (states, libFuzzer's edges, executions):"
+    echo
+    echo "| target | seed | states, ${labels[0]} | states, ${labels[1]} | cov | cov | runs | runs |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     printf '%s\n' "${rows[@]}"
     echo
-    echo "(\"cov with\" counts the feedback's own edges too: compare states, not cov, across the two.)"
+    echo "(libFuzzer's edges count the feedback's own slots too: compare states, not cov, across"
+    echo "builds whose feedback differs.)"
 } > "$page"
 echo
 cat "$page"
