@@ -11,12 +11,18 @@
 #   --targets     a comma-separated subset (default: every target with a
 #                 corpus that the registry lists; see the `targets` binary)
 #   --out DIR     where the report goes (default campaign-<date>/, not tracked)
-#   --coverage    also run `cargo fuzz coverage` (needs the nightly
-#                 llvm-tools-preview component)
+#   --coverage    also measure the source coverage of each target's merged
+#                 corpus (ci/coverage-report.sh: `cargo fuzz coverage`, then
+#                 llvm-cov from the nightly toolchain's llvm-tools component,
+#                 added if missing): in the report, a table per file of src/
+#                 and harness/ (lines, regions, functions covered), the
+#                 functions of src/ no input reached, and a link to the HTML,
+#                 DIR/coverage/<target>/index.html
 #   --no-real-kernel  do not replay the new corpus entries on the real C
 #                 driver (below)
 #   --minimise    fuzz nothing: only merge (below) what corpus/<target> and
-#                 the pool hold, e.g. to bring a corpus back under its cap
+#                 the pool hold, e.g. to bring a corpus or a pool back under
+#                 its cap
 #
 # Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
 # target's coverage and exec/s (a finished target once), and rewrites
@@ -24,17 +30,20 @@
 # inputs (DIR/new/) and its crashes. Afterwards it merges twice, with
 # libFuzzer's -merge=1 (cmin) into an empty directory each time: into the
 # local pool, fuzz/pool/<target> (not tracked), every input that adds an
-# edge or an abstract state (the state feedback on, hit counts counted);
-# into the committed corpus/<target>, only what adds an edge
-# (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the target's
-# corpus_cap files (`targets --json`; the smallest kept beyond it, with a
-# warning in the report). A run reads both the corpus and the pool. Groups
+# edge or an abstract state (the state feedback on, hit counts counted), at
+# most the target's pool_cap files (`targets --json`: Target::pool_cap,
+# 10 times the corpus cap); into the committed corpus/<target>, only what
+# adds an edge (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the
+# target's corpus_cap files. Beyond either cap the smallest files are kept
+# (ci/lib.sh: keep_smallest), with a warning in the report. A run reads
+# both the corpus and the pool. Groups
 # any crash with `triage report` (which minimises one input per group), and
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
 # recorder, in the order it was written), DIR/coverage.svg and
 # DIR/states.svg, their growth over time. The report is also the run's
-# result page, docs/results/<date>-campaign.md (the plots beside it).
+# result page, docs/results/<date>-campaign.md (the plots beside it; the
+# coverage HTML stays in DIR, named by the page, not linked).
 #
 # The new corpus entries of a target whose inputs run on the real drivers
 # (the registry's `real_kernel`) are then replayed on the real C driver,
@@ -90,9 +99,10 @@ POOL=$ROOT/fuzz/pool
 
 # Merges corpus/$1, its pool and the inputs in the directories after it:
 # the pool keeps every input that adds an edge or an abstract state, the
-# committed corpus only those that add an edge, at most the target's cap.
-# Sets merged_note[$1] when the cap cut it.
-declare -A merged_note
+# committed corpus only those that add an edge, each at most its cap.
+# Sets merged_note[$1] when the corpus cap cut it, pool_note[$1] when the
+# pool's did.
+declare -A merged_note pool_note
 merge_target() {
     local t=$1 cap n dirs=()
     shift
@@ -105,15 +115,19 @@ merge_target() {
     IDPOOL_STATE_FEEDBACK=0 run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
         "$out/merged/$t" "${dirs[@]}" -- -merge=1 -use_counters=0 || die "merge failed for $t (see $out/$t.merge.log)"
     [ -n "$(ls -A "$out/merged/$t")" ] || die "the merge of $t kept nothing (see $out/$t.merge.log)"
+    # libFuzzer prefers the smaller of two inputs that add the same: so do
+    # we, beyond the caps (keep_smallest, ci/lib.sh).
     cap=$(target_field "$t" corpus_cap)
-    n=$(find "$out/merged/$t" -maxdepth 1 -type f | wc -l)
-    if [ -n "$cap" ] && [ "$n" -gt "$cap" ]; then
-        # libFuzzer prefers the smaller of two inputs that add the same: so
-        # do we, beyond the cap.
-        find "$out/merged/$t" -maxdepth 1 -type f -printf '%s %p\n' | sort -n | tail -n +"$((cap + 1))" |
-            cut -d' ' -f2- | xargs -r rm -f
+    n=$(keep_smallest "$out/merged/$t" "$cap")
+    if [ -n "$n" ]; then
         merged_note[$t]="$n files add an edge, over the cap of $cap: the $cap smallest kept (raise corpus_cap in harness/src/registry.rs?)"
         echo "warning: $t: ${merged_note[$t]}" >&2
+    fi
+    cap=$(target_field "$t" pool_cap)
+    n=$(keep_smallest "$out/pool/$t" "$cap")
+    if [ -n "$n" ]; then
+        pool_note[$t]="$n files add an edge or a state, over the pool's cap of $cap: the $cap smallest kept in fuzz/pool/$t (Target::pool_cap, harness/src/registry.rs)"
+        echo "warning: $t: ${pool_note[$t]}" >&2
     fi
     mkdir -p "$POOL/$t"
     find "$POOL/$t" -maxdepth 1 -type f -delete
@@ -126,12 +140,13 @@ if [ "$minimise" -eq 1 ]; then
     step "building the fuzz targets"
     fuzz_build "$ROOT" "${list[@]}"
     step "minimising corpus/ (libFuzzer -merge=1, edges only) and the pool (edges and states)"
-    printf '| target | corpus before → after | pool after | cap |\n| --- | --- | ---: | ---: |\n' > "$out/report.md"
+    printf '| target | corpus before → after | pool after | corpus cap | pool cap |\n| --- | --- | ---: | ---: | ---: |\n' > "$out/report.md"
     for t in "${list[@]}"; do
         b=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
         merge_target "$t"
-        echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) |" >> "$out/report.md"
-        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | |" >> "$out/report.md"
+        echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) | $(target_field "$t" pool_cap) |" >> "$out/report.md"
+        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | | |" >> "$out/report.md"
+        [ -z "${pool_note[$t]:-}" ] || echo "| $t: ${pool_note[$t]} | | | | |" >> "$out/report.md"
     done
     cat "$out/report.md"
     exit 0
@@ -195,7 +210,7 @@ write_report() {
         echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
         [ "${1:-}" = final ] || printf '\n**In progress** (%s): the figures so far.\n' "$(date -u +%T)"
         echo
-        echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after (cap) | pool after | crashes |"
+        echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after (cap) | pool after (cap) | crashes |"
         echo "| --- | ---: | ---: | --- | --- | --- | ---: | ---: |"
         for t in "${list[@]}"; do
             log="$out/$t.log"
@@ -210,10 +225,11 @@ write_report() {
             [ -n "$runs" ] || runs=$(sed -n 's/^[0-9]* #\([0-9]*\).*/\1/p' <<<"$line")
             s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
             s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
-            echo "| $t | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
+            echo "| $t | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} ($(target_field "$t" pool_cap)) | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
         done
         for t in "${list[@]}"; do
             [ -z "${merged_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${merged_note[$t]}"
+            [ -z "${pool_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${pool_note[$t]}"
         done
         echo
         echo "![coverage over time](coverage.svg) ![abstract states over time](states.svg)"
@@ -226,6 +242,20 @@ write_report() {
             cat "$out/crashes.md"
         else
             echo "$crashes_now crash(es) so far in $(basename "$out")/crashes/, not triaged yet."
+        fi
+        if [ "$coverage" -eq 1 ] && [ "${1:-}" = final ]; then
+            echo
+            echo "## Source coverage of the corpus"
+            echo
+            echo "What each target's merged corpus reaches of src/ and harness/ (\`cargo fuzz coverage\`, \`ci/coverage-report.sh\`)."
+            for t in "${list[@]}"; do
+                echo
+                if [ -f "$out/coverage/$t.md" ]; then
+                    cat "$out/coverage/$t.md"
+                else
+                    printf '### %s\n\nNo coverage report (see the campaign'"'"'s output).\n' "$t"
+                fi
+            done
         fi
         if [ ${#real_status[@]} -gt 0 ]; then
             echo
@@ -335,11 +365,14 @@ if [ "$crashes" -gt 0 ]; then
     # crash-*, timeout-* and oom-* artifacts alike
 fi
 
+# Source coverage of the merged corpus: each target's section (a table per
+# file of src/ and harness/, the functions of src/ no input reached) and
+# HTML under DIR/coverage/ (ci/coverage-report.sh). A failure leaves its
+# reason in the section and the rest of the report as it is.
 if [ "$coverage" -eq 1 ]; then
-    step "source coverage (cargo fuzz coverage)"
+    step "source coverage (cargo fuzz coverage, ci/coverage-report.sh)"
     for t in "${list[@]}"; do
-        (cd "$ROOT/fuzz" && fuzz_cargo fuzz coverage "$t" "$ROOT/corpus/$t") > "$out/$t.coverage.log" 2>&1 \
-            || echo "coverage for $t failed (needs: rustup component add llvm-tools-preview --toolchain nightly); see $out/$t.coverage.log" >&2
+        "$ROOT/ci/coverage-report.sh" --build "$t" "$out" || true
     done
 fi
 
@@ -357,7 +390,9 @@ page=$(result_page campaign)
 stem=$(basename "$page" .md)
 # Paths into the output directory are written relative to it: the page
 # must not name files the repository does not hold.
+# The coverage HTML stays in the output directory: named, not linked.
 sed -e "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
+    -e "s|\[coverage/\([^]]*\)\](coverage/[^)]*)|\`$(basename "$out")/coverage/\1\`|g" \
     -e "s|$out/|$(basename "$out")/|g" "$out/report.md" > "$page"
 cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
 [ ! -f "$out/states.svg" ] || cp "$out/states.svg" "$RESULTS/$stem-states.svg"
