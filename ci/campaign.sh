@@ -42,7 +42,7 @@
 # local pool, fuzz/pool/<target> (not tracked), every input that adds an
 # edge or an abstract state (the state feedback on, hit counts counted), at
 # most the target's pool_cap files (`targets --json`: Target::pool_cap,
-# 10 times the corpus cap); into the committed corpus/<target>, only what
+# 40 times the corpus cap); into the committed corpus/<target>, only what
 # adds an edge (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the
 # target's corpus_cap files. Beyond either cap the smallest files are kept
 # (ci/lib.sh: keep_smallest), with a warning in the report. A run reads

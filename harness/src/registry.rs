@@ -135,8 +135,12 @@ impl Need {
 pub const CORPUS_CAP: usize = 500;
 
 /// How many times its corpus cap a target's local pool may hold
-/// ([`Target::pool_cap`]).
-pub const POOL_CAP_FACTOR: usize = 10;
+/// ([`Target::pool_cap`]): 20,000 inputs, which libFuzzer reads in a few
+/// seconds at the start of a run. Ten times filled in the first minute of
+/// a `pool_ops` campaign (each new abstract state keeps an input), and the
+/// cap keeps the smallest, so it would drop the long inputs that reach the
+/// deepest states first.
+pub const POOL_CAP_FACTOR: usize = 40;
 
 /// A fuzz target: one entry of the registry.
 pub trait Target: Sync {
