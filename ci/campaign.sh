@@ -2,39 +2,58 @@
 # The campaign: fuzz every target for a while, keep what it learns, triage
 # what it finds, and write a report.
 #
-#   ci/campaign.sh [--minutes N | --hours N] [--jobs J] [--targets a,b] [--out DIR] [--coverage] [--no-real-kernel]
+#   ci/campaign.sh [--minutes N | --hours N] [--jobs J] [--cores C] [--targets a,b] [--out DIR] [--coverage] [--no-real-kernel]
 #   ci/campaign.sh --minimise [--targets a,b] [--out DIR]
 #
 #   --minutes N   how long each target runs (default 10)
 #   --hours N     the same in hours (N * 60 minutes), for a night
-#   --jobs J      targets fuzzed at once (default: the number of cores)
+#   --jobs J      targets fuzzed at once (default: C, below)
+#   --cores C     cores the fuzzing uses (default: the number of cores):
+#                 each target starts with its share of them, C divided
+#                 evenly among the targets that will run beside it (the
+#                 running ones and those left to start, at most J), and
+#                 a share above 1 runs libFuzzer with -fork=<share>; so a
+#                 target alone on 2 cores (--targets one) gets -fork=2, and
+#                 3 targets on 4 cores get 2, 1 and 1. A share is fixed
+#                 when its target starts: a list's last target, started
+#                 beside another, keeps its one core when that one ends.
 #   --targets     a comma-separated subset (default: every target with a
 #                 corpus that the registry lists; see the `targets` binary)
 #   --out DIR     where the report goes (default campaign-<date>/, not tracked)
-#   --coverage    also run `cargo fuzz coverage` (needs the nightly
-#                 llvm-tools-preview component)
+#   --coverage    also measure the source coverage of each target's merged
+#                 corpus (ci/coverage-report.sh: `cargo fuzz coverage`, then
+#                 llvm-cov from the nightly toolchain's llvm-tools component,
+#                 added if missing): in the report, a table per file of src/
+#                 and harness/ (lines, regions, functions covered), the
+#                 functions of src/ no input reached, and a link to the HTML,
+#                 DIR/coverage/<target>/index.html
 #   --no-real-kernel  do not replay the new corpus entries on the real C
 #                 driver (below)
 #   --minimise    fuzz nothing: only merge (below) what corpus/<target> and
-#                 the pool hold, e.g. to bring a corpus back under its cap
+#                 the pool hold, e.g. to bring a corpus or a pool back under
+#                 its cap
 #
 # Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
-# target's coverage and exec/s (a finished target once), and rewrites
+# target's coverage and exec/s (a finished target once; with -fork, every
+# worker's executions over the time so far), and rewrites
 # DIR/report.md, so that an interrupted run leaves its report, its new
 # inputs (DIR/new/) and its crashes. Afterwards it merges twice, with
 # libFuzzer's -merge=1 (cmin) into an empty directory each time: into the
 # local pool, fuzz/pool/<target> (not tracked), every input that adds an
-# edge or an abstract state (the state feedback on, hit counts counted);
-# into the committed corpus/<target>, only what adds an edge
-# (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the target's
-# corpus_cap files (`targets --json`; the smallest kept beyond it, with a
-# warning in the report). A run reads both the corpus and the pool. Groups
+# edge or an abstract state (the state feedback on, hit counts counted), at
+# most the target's pool_cap files (`targets --json`: Target::pool_cap,
+# 40 times the corpus cap); into the committed corpus/<target>, only what
+# adds an edge (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the
+# target's corpus_cap files. Beyond either cap the smallest files are kept
+# (ci/lib.sh: keep_smallest), with a warning in the report. A run reads
+# both the corpus and the pool. Groups
 # any crash with `triage report` (which minimises one input per group), and
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
 # recorder, in the order it was written), DIR/coverage.svg and
 # DIR/states.svg, their growth over time. The report is also the run's
-# result page, docs/results/<date>-campaign.md (the plots beside it).
+# result page, docs/results/<date>-campaign.md (the plots beside it; the
+# coverage HTML stays in DIR, named by the page, not linked).
 #
 # The new corpus entries of a target whose inputs run on the real drivers
 # (the registry's `real_kernel`) are then replayed on the real C driver,
@@ -49,7 +68,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 minutes=10
-jobs=$(nproc)
+jobs=""
+cores=$(nproc)
 targets=""
 out="campaign-$(date +%Y%m%d-%H%M%S)"
 coverage=0
@@ -62,6 +82,7 @@ while [ $# -gt 0 ]; do
     --hours) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--hours needs a positive number"; minutes=$(($2 * 60)); shift 2 ;;
     --minimise|--minimize) minimise=1; shift ;;
     --jobs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive number"; jobs=$2; shift 2 ;;
+    --cores) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--cores needs a positive number"; cores=$2; shift 2 ;;
     --targets) [ -n "${2:-}" ] || die "--targets needs a list"; targets=$2; shift 2 ;;
     --out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
     --coverage) coverage=1; shift ;;
@@ -70,6 +91,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument $1 (see --help)" ;;
     esac
 done
+jobs=${jobs:-$cores}
 engine_filter=(--engine libfuzzer --corpus)
 if [ -n "$targets" ]; then
     IFS=, read -ra list <<<"$targets"
@@ -90,9 +112,10 @@ POOL=$ROOT/fuzz/pool
 
 # Merges corpus/$1, its pool and the inputs in the directories after it:
 # the pool keeps every input that adds an edge or an abstract state, the
-# committed corpus only those that add an edge, at most the target's cap.
-# Sets merged_note[$1] when the cap cut it.
-declare -A merged_note
+# committed corpus only those that add an edge, each at most its cap.
+# Sets merged_note[$1] when the corpus cap cut it, pool_note[$1] when the
+# pool's did.
+declare -A merged_note pool_note
 merge_target() {
     local t=$1 cap n dirs=()
     shift
@@ -105,15 +128,19 @@ merge_target() {
     IDPOOL_STATE_FEEDBACK=0 run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
         "$out/merged/$t" "${dirs[@]}" -- -merge=1 -use_counters=0 || die "merge failed for $t (see $out/$t.merge.log)"
     [ -n "$(ls -A "$out/merged/$t")" ] || die "the merge of $t kept nothing (see $out/$t.merge.log)"
+    # libFuzzer prefers the smaller of two inputs that add the same: so do
+    # we, beyond the caps (keep_smallest, ci/lib.sh).
     cap=$(target_field "$t" corpus_cap)
-    n=$(find "$out/merged/$t" -maxdepth 1 -type f | wc -l)
-    if [ -n "$cap" ] && [ "$n" -gt "$cap" ]; then
-        # libFuzzer prefers the smaller of two inputs that add the same: so
-        # do we, beyond the cap.
-        find "$out/merged/$t" -maxdepth 1 -type f -printf '%s %p\n' | sort -n | tail -n +"$((cap + 1))" |
-            cut -d' ' -f2- | xargs -r rm -f
+    n=$(keep_smallest "$out/merged/$t" "$cap")
+    if [ -n "$n" ]; then
         merged_note[$t]="$n files add an edge, over the cap of $cap: the $cap smallest kept (raise corpus_cap in harness/src/registry.rs?)"
         echo "warning: $t: ${merged_note[$t]}" >&2
+    fi
+    cap=$(target_field "$t" pool_cap)
+    n=$(keep_smallest "$out/pool/$t" "$cap")
+    if [ -n "$n" ]; then
+        pool_note[$t]="$n files add an edge or a state, over the pool's cap of $cap: the $cap smallest kept in fuzz/pool/$t (Target::pool_cap, harness/src/registry.rs)"
+        echo "warning: $t: ${pool_note[$t]}" >&2
     fi
     mkdir -p "$POOL/$t"
     find "$POOL/$t" -maxdepth 1 -type f -delete
@@ -126,12 +153,13 @@ if [ "$minimise" -eq 1 ]; then
     step "building the fuzz targets"
     fuzz_build "$ROOT" "${list[@]}"
     step "minimising corpus/ (libFuzzer -merge=1, edges only) and the pool (edges and states)"
-    printf '| target | corpus before → after | pool after | cap |\n| --- | --- | ---: | ---: |\n' > "$out/report.md"
+    printf '| target | corpus before → after | pool after | corpus cap | pool cap |\n| --- | --- | ---: | ---: | ---: |\n' > "$out/report.md"
     for t in "${list[@]}"; do
         b=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
         merge_target "$t"
-        echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) |" >> "$out/report.md"
-        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | |" >> "$out/report.md"
+        echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) | $(target_field "$t" pool_cap) |" >> "$out/report.md"
+        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | | |" >> "$out/report.md"
+        [ -z "${pool_note[$t]:-}" ] || echo "| $t: ${pool_note[$t]} | | | | |" >> "$out/report.md"
     done
     cat "$out/report.md"
     exit 0
@@ -148,18 +176,52 @@ triage=$(triage_bin)
 
 # Each target fuzzes into a fresh directory, reading corpus/<target> too;
 # every log line gets the seconds elapsed, for the coverage plot.
+# `run_target TARGET WORKERS`: with more than one worker, libFuzzer's fork
+# mode (-fork=WORKERS): child processes fuzz in turn from subsets of the
+# corpus, each writing its crashes as usual, and the parent merges what
+# they find into the first corpus directory (DIR/new/<target>). As without
+# it, the first crash, timeout or out-of-memory ends the target's run
+# (fork mode would ignore timeouts and OOMs by default). The parent checks
+# the time only when a child ends, and a child runs for at most 300 s: a
+# long run may end a few minutes late.
 run_target() {
-    local t=$1
+    local t=$1 workers=$2 fork=()
     mkdir -p "$out/new/$t"
     date +%s > "$out/$t.start"
     local pool=()
     [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || pool=("$POOL/$t")
+    [ "$workers" -le 1 ] || fork=(-fork="$workers" -ignore_crashes=0 -ignore_timeouts=0 -ignore_ooms=0)
     { run_libfuzzer "$ROOT" "$t" "$out/crashes/$t" /dev/stdout "$out/new/$t" "$ROOT/corpus/$t" "${pool[@]}" -- \
-        -max_total_time=$((minutes * 60)) -print_pcs=0 || true; } | {
+        -max_total_time=$((minutes * 60)) -print_pcs=0 "${fork[@]}" || true; } | {
         local start=$SECONDS
         while IFS= read -r line; do printf '%s %s\n' "$((SECONDS - start))" "$line"; done
     } > "$out/$t.log"
     touch "$out/$t.done"
+}
+
+# libFuzzer's status lines in the log $1 (each after the seconds elapsed).
+# In fork mode, the parent's alone (`#RUNS: cov: E ft: F corp: N exec/s:
+# ... time: Ss job: J ...`), not those of a crashing child's log, which it
+# prints whole.
+status_lines() {
+    if grep -qa '^[0-9]* #[0-9]*: cov:' "$1" 2>/dev/null; then
+        grep -a '^[0-9]* #[0-9]*: cov:' "$1"
+    else
+        grep -a 'cov:' "$1" 2>/dev/null || true
+    fi
+}
+
+# The executions per second of a status line $1: libFuzzer's own figure;
+# in fork mode (where that is the last child's alone) every child's
+# executions over the parent's time.
+line_rate() {
+    local runs secs
+    if [[ "$1" =~ ^[0-9]+\ \#([0-9]+):\ cov:.*\ time:\ ([0-9]+)s ]]; then
+        runs=${BASH_REMATCH[1]} secs=${BASH_REMATCH[2]}
+        echo $((runs / (secs > 0 ? secs : 1)))
+    else
+        sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$1"
+    fi
 }
 
 # A finished target is shown once, marked done.
@@ -173,10 +235,10 @@ status() {
         [ -f "$out/$t.log" ] || { printf '  %-18s waiting\n' "$t"; continue; }
         # Nothing yet while the target builds (an ASan target builds at its
         # first run): not a failure.
-        last=$(grep -a 'cov:' "$out/$t.log" | tail -1 || true)
+        last=$(status_lines "$out/$t.log" | tail -1)
         printf '  %-18s %4ss  cov %-6s exec/s %-6s crashes %s%s\n' "$t" "${last%% *}" \
             "$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")" \
-            "$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$last")" \
+            "$(line_rate "$last")" \
             "$(find "$out/crashes/$t" -type f 2>/dev/null | wc -l)" "$done_mark"
     done
 }
@@ -189,31 +251,36 @@ write_report() {
     crashes_now=$(find "$out/crashes" -type f 2>/dev/null | wc -l)
     {
         page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
-            --targets "$(IFS=,; echo "${list[*]}")"
+            --cores "$cores" --targets "$(IFS=,; echo "${list[*]}")"
         echo "Output: $(basename "$out")/."
         echo
-        echo "$minutes min per target, $jobs at a time, on $(nproc) cores."
+        echo "$minutes min per target, $jobs at a time, on $cores of $(nproc) cores (a target's share of them in the table: workers, libFuzzer's -fork when above 1)."
         [ "${1:-}" = final ] || printf '\n**In progress** (%s): the figures so far.\n' "$(date -u +%T)"
         echo
-        echo "| target | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after (cap) | pool after | crashes |"
-        echo "| --- | ---: | ---: | --- | --- | --- | ---: | ---: |"
+        echo "| target | workers | exec/s | runs | coverage (start → end) | abstract states (start → end) | corpus before → after (cap) | pool after (cap) | crashes |"
+        echo "| --- | ---: | ---: | ---: | --- | --- | --- | ---: | ---: |"
         for t in "${list[@]}"; do
             log="$out/$t.log"
-            [ -f "$log" ] || { echo "| $t | waiting | | | | | | |"; continue; }
-            first=$(grep -a -m1 'cov:' "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
-            last=$(grep -a 'cov:' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
-            # libFuzzer's final stats, or (running) its last status line.
-            line=$(grep -a 'cov:' "$log" | tail -1 || true)
-            rate=$(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log")
-            [ -n "$rate" ] || rate=$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$line")
-            runs=$(sed -n 's/.*stat::number_of_executed_units: *//p' "$log")
+            [ -f "$log" ] || { echo "| $t | | waiting | | | | | | |"; continue; }
+            first=$(status_lines "$log" | head -n 1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p' || true)
+            last=$(status_lines "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+            # libFuzzer's final stats, or (running, or in fork mode, where
+            # the parent prints none) its last status line.
+            line=$(status_lines "$log" | tail -n 1)
+            rate="" runs=""
+            if [ "$(cat "$out/$t.workers" 2>/dev/null || echo 1)" -le 1 ]; then
+                rate=$(sed -n 's/.*stat::average_exec_per_sec: *//p' "$log")
+                runs=$(sed -n 's/.*stat::number_of_executed_units: *//p' "$log")
+            fi
+            [ -n "$rate" ] || rate=$(line_rate "$line")
             [ -n "$runs" ] || runs=$(sed -n 's/^[0-9]* #\([0-9]*\).*/\1/p' <<<"$line")
             s0=$(jq -r '.points[0][1] // empty' "$out/$t.states.json" 2>/dev/null || true)
             s1=$(jq -r '.states // empty' "$out/$t.states.json" 2>/dev/null || true)
-            echo "| $t | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
+            echo "| $t | $(cat "$out/$t.workers" 2>/dev/null || echo ?) | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} ($(target_field "$t" pool_cap)) | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
         done
         for t in "${list[@]}"; do
             [ -z "${merged_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${merged_note[$t]}"
+            [ -z "${pool_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${pool_note[$t]}"
         done
         echo
         echo "![coverage over time](coverage.svg) ![abstract states over time](states.svg)"
@@ -226,6 +293,20 @@ write_report() {
             cat "$out/crashes.md"
         else
             echo "$crashes_now crash(es) so far in $(basename "$out")/crashes/, not triaged yet."
+        fi
+        if [ "$coverage" -eq 1 ] && [ "${1:-}" = final ]; then
+            echo
+            echo "## Source coverage of the corpus"
+            echo
+            echo "What each target's merged corpus reaches of src/ and harness/ (\`cargo fuzz coverage\`, \`ci/coverage-report.sh\`)."
+            for t in "${list[@]}"; do
+                echo
+                if [ -f "$out/coverage/$t.md" ]; then
+                    cat "$out/coverage/$t.md"
+                else
+                    printf '### %s\n\nNo coverage report (see the campaign'"'"'s output).\n' "$t"
+                fi
+            done
         fi
         if [ ${#real_status[@]} -gt 0 ]; then
             echo
@@ -250,11 +331,20 @@ write_report() {
 
 declare -A pooled
 progress() { sleep 30; echo "[$(date +%T)]"; status; write_report; }
-step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time (output: $out)"
-pids=()
+step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time on $cores cores (output: $out)"
+# Each target starts with its share of the cores: they are split evenly
+# among the targets that will run beside it (the running ones and those
+# left to start, at most --jobs), the first ones taking the remainder.
+pids=() left=${#list[@]}
 for t in "${list[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do progress; done
-    run_target "$t" & pids+=($!)
+    running=$(jobs -rp | wc -l)
+    together=$((running + left < jobs ? running + left : jobs))
+    workers=$((cores / together + (running < cores % together ? 1 : 0)))
+    [ "$workers" -ge 1 ] || workers=1
+    echo "$workers" > "$out/$t.workers"
+    run_target "$t" "$workers" & pids+=($!)
+    left=$((left - 1))
 done
 while [ "$(jobs -rp | wc -l)" -gt 0 ]; do progress; done
 wait "${pids[@]}" 2>/dev/null || true
@@ -335,17 +425,23 @@ if [ "$crashes" -gt 0 ]; then
     # crash-*, timeout-* and oom-* artifacts alike
 fi
 
+# Source coverage of the merged corpus: each target's section (a table per
+# file of src/ and harness/, the functions of src/ no input reached) and
+# HTML under DIR/coverage/ (ci/coverage-report.sh). A failure leaves its
+# reason in the section and the rest of the report as it is.
 if [ "$coverage" -eq 1 ]; then
-    step "source coverage (cargo fuzz coverage)"
+    step "source coverage (cargo fuzz coverage, ci/coverage-report.sh)"
     for t in "${list[@]}"; do
-        (cd "$ROOT/fuzz" && fuzz_cargo fuzz coverage "$t" "$ROOT/corpus/$t") > "$out/$t.coverage.log" 2>&1 \
-            || echo "coverage for $t failed (needs: rustup component add llvm-tools-preview --toolchain nightly); see $out/$t.coverage.log" >&2
+        "$ROOT/ci/coverage-report.sh" --build "$t" "$out" || true
     done
 fi
 
+# The coverage plot reads the status lines alone (in fork mode, not a
+# crashing child's own).
 logs=() states=()
 for t in "${list[@]}"; do
-    logs+=("$t=$out/$t.log")
+    status_lines "$out/$t.log" > "$out/$t.status.log"
+    logs+=("$t=$out/$t.status.log")
     [ -s "$out/$t.states" ] && states+=("$t=$out/$t.states")
 done
 "$triage" plot "${logs[@]}" -o "$out/coverage.svg" > /dev/null
@@ -357,7 +453,9 @@ page=$(result_page campaign)
 stem=$(basename "$page" .md)
 # Paths into the output directory are written relative to it: the page
 # must not name files the repository does not hold.
+# The coverage HTML stays in the output directory: named, not linked.
 sed -e "s/](coverage.svg)/]($stem-coverage.svg)/; s/](states.svg)/]($stem-states.svg)/" \
+    -e "s|\[coverage/\([^]]*\)\](coverage/[^)]*)|\`$(basename "$out")/coverage/\1\`|g" \
     -e "s|$out/|$(basename "$out")/|g" "$out/report.md" > "$page"
 cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
 [ ! -f "$out/states.svg" ] || cp "$out/states.svg" "$RESULTS/$stem-states.svg"

@@ -99,16 +99,51 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 # nightly if rustup has it, else any nightly it has (with a note), else
 # stable with RUSTC_BOOTSTRAP=1.
 fuzz_cargo() {
+    local tc
+    tc=$(fuzz_toolchain)
+    case "$tc" in
+    "") RUSTC_BOOTSTRAP=1 cargo "$@" ;;
+    nightly)
+        echo "note: $NIGHTLY_TOOLCHAIN is not installed; using rustup's nightly" >&2
+        cargo +nightly "$@" ;;
+    *) cargo "+$tc" "$@" ;;
+    esac
+}
+
+# The rustup toolchain fuzz_cargo builds with: $NIGHTLY_TOOLCHAIN, else
+# `nightly`, else nothing (the default toolchain, with RUSTC_BOOTSTRAP=1).
+fuzz_toolchain() {
     local have
     have=$(rustup toolchain list 2>/dev/null || true)
     if grep -q "^$NIGHTLY_TOOLCHAIN" <<<"$have"; then
-        cargo "+$NIGHTLY_TOOLCHAIN" "$@"
+        echo "$NIGHTLY_TOOLCHAIN"
     elif grep -q '^nightly' <<<"$have"; then
-        echo "note: $NIGHTLY_TOOLCHAIN is not installed; using rustup's nightly" >&2
-        cargo +nightly "$@"
-    else
-        RUSTC_BOOTSTRAP=1 cargo "$@"
+        echo nightly
     fi
+}
+
+# The path of the LLVM tool $1 (llvm-cov, llvm-profdata) of the toolchain
+# fuzz_cargo builds with, whose LLVM wrote the coverage profiles: from its
+# rustup component llvm-tools (llvm-tools-preview on older toolchains),
+# added when missing. Says why on stderr and fails when it cannot be had.
+llvm_tool() {
+    local tc sysroot tool
+    tc=$(fuzz_toolchain)
+    sysroot=$(rustc ${tc:+"+$tc"} --print sysroot 2>/dev/null) || {
+        echo "cannot find the sysroot of the ${tc:-default} toolchain (rustc ${tc:+"+$tc "}--print sysroot)" >&2
+        return 1
+    }
+    tool="$sysroot/lib/rustlib/$TARGET_TRIPLE/bin/$1"
+    if [ ! -x "$tool" ]; then
+        step "adding the llvm-tools component to the ${tc:-default} toolchain (for $1)"
+        rustup component add llvm-tools ${tc:+--toolchain "$tc"} >&2 ||
+            rustup component add llvm-tools-preview ${tc:+--toolchain "$tc"} >&2 || true
+    fi
+    [ -x "$tool" ] || {
+        echo "no $1 in the ${tc:-default} toolchain: rustup component add llvm-tools-preview${tc:+ --toolchain $tc} failed or shipped none" >&2
+        return 1
+    }
+    printf '%s\n' "$tool"
 }
 
 # The flags every libFuzzer build uses. The crates forbid `unsafe`, so
@@ -235,6 +270,19 @@ run_libfuzzer() {
     (cd "$tree/fuzz" && fuzz_cargo fuzz run "${flags[@]}" "$t" "${corpora[@]}" -- \
         -dict="$tree/fuzz/dict/$t.dict" "${LIBFUZZER_FLAGS[@]}" \
         -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}") > "$log" 2>&1
+}
+
+# Caps a directory of inputs: `keep_smallest DIR CAP` deletes all but the
+# CAP smallest files directly in DIR (ties by name), as libFuzzer prefers
+# the smaller of two inputs that add the same. Prints how many files DIR
+# held before when it cut any, nothing otherwise; an empty CAP cuts none.
+keep_smallest() {
+    local dir=$1 cap=$2 n
+    n=$(find "$dir" -maxdepth 1 -type f | wc -l)
+    [ -n "$cap" ] && [ "$n" -gt "$cap" ] || return 0
+    find "$dir" -maxdepth 1 -type f -printf '%s %p\n' | LC_ALL=C sort -k1,1n -k2 |
+        tail -n +"$((cap + 1))" | cut -d' ' -f2- | xargs -r -d '\n' rm -f
+    echo "$n"
 }
 
 # The host's target triple, under which cargo-fuzz puts its binaries: a

@@ -134,6 +134,14 @@ impl Need {
 /// 2,386); a campaign that needs more than this says so in its report.
 pub const CORPUS_CAP: usize = 500;
 
+/// How many times its corpus cap a target's local pool may hold
+/// ([`Target::pool_cap`]): 20,000 inputs, which libFuzzer reads in a few
+/// seconds at the start of a run. Ten times filled in the first minute of
+/// a `pool_ops` campaign (each new abstract state keeps an input), and the
+/// cap keeps the smallest, so it would drop the long inputs that reach the
+/// deepest states first.
+pub const POOL_CAP_FACTOR: usize = 40;
+
 /// A fuzz target: one entry of the registry.
 pub trait Target: Sync {
     /// Its name: the fuzz binary, `corpus/<name>`, `fuzz/dict/<name>.dict`,
@@ -169,6 +177,15 @@ pub trait Target: Sync {
     /// target so far.
     fn corpus_cap(&self) -> usize {
         CORPUS_CAP
+    }
+    /// The most files its local pool (`fuzz/pool/<name>`, not tracked:
+    /// every input that adds an edge or an abstract state) may hold:
+    /// `ci/campaign.sh` keeps the smallest beyond it, with a warning in its
+    /// report, so that the pool, which every run reads whole at its start,
+    /// does not grow without end over the nights. [`POOL_CAP_FACTOR`] times
+    /// the corpus cap.
+    fn pool_cap(&self) -> usize {
+        POOL_CAP_FACTOR * self.corpus_cap()
     }
     /// The longest input a hunt from an empty corpus tries
     /// (`ci/history.sh`, `ci/mutants/run.sh`: libFuzzer's `-max_len`):

@@ -18,9 +18,9 @@
 //! `--json` prints one JSON array instead: for a target its `name`,
 //! `about`, `engines`, `corpus`, `sanitizer`, `hunt_max_len`,
 //! `real_kernel` (its inputs also run on the real drivers, `triage
-//! real-kernel`), `corpus_cap`, `hunts`, `provenance` and `unavailable`
-//! (why it cannot run here, `null` when it can: a target that cannot is
-//! listed too, not skipped); for a hunt its
+//! real-kernel`), `corpus_cap`, `pool_cap`, `hunts`, `provenance` and
+//! `unavailable` (why it cannot run here, `null` when it can: a target
+//! that cannot is listed too, not skipped); for a hunt its
 //! `finding`, `target` and `max_len`.
 
 use idpool_harness::history::Finding;
@@ -97,6 +97,7 @@ fn target_json(target: &dyn Target) -> Json {
         ("hunt_max_len", Json::int(target.hunt_max_len())),
         ("real_kernel", Json::Bool(target.real_kernel())),
         ("corpus_cap", Json::int(target.corpus_cap())),
+        ("pool_cap", Json::int(target.pool_cap())),
         (
             "hunts",
             Json::Arr(target.hunts().iter().map(|f| Json::str(f.name())).collect()),
