@@ -9,7 +9,7 @@
 # (median) and the shortest minimised trace.
 #
 #   ci/detect.sh [--budget SECONDS] [--seeds 1,2,3] [--baseline REV]
-#                [--planted | --history] [NAME...]
+#                [--planted | --history] [--from-runs] [NAME...]
 #
 #   --budget S      how long a run may last (default 60): a run that finds
 #                   nothing in S seconds is a miss
@@ -22,6 +22,9 @@
 #                   measured side by side count)
 #   --planted       the planted bugs only
 #   --history       the upstream findings only
+#   --from-runs     run nothing: write the table of the runs an earlier
+#                   (e.g. interrupted) run left in $DETECT_WORK/runs.tsv,
+#                   with the same --seeds, --budget and --baseline
 #   NAME...         only these planted bugs (spec names, e.g. c3 or
 #                   c3-stale-shrink-committed) and findings (e.g.
 #                   collision, or collision/handle_table for one target)
@@ -38,8 +41,9 @@
 # or target the baseline lacks is `n/a` there. Scratch files (trees,
 # builds, artifacts, every run's figures in runs.tsv) stay under
 # $DETECT_WORK (default ${TMPDIR:-/tmp}/idpool-detect); the builds are
-# kept between runs. Exits 0 when the table is written, whatever it
-# says; 2 on bad usage.
+# kept between runs. Interrupted (Ctrl-C, SIGTERM), it writes the table of
+# the runs so far, marked as interrupted, and exits 130. Exits 0 when the
+# table is written, whatever it says; 2 on bad usage.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 given_args=("$@")
@@ -48,6 +52,7 @@ budget=60
 seeds=1,2,3
 baseline=""
 kinds="planted history"
+from_runs=0
 names=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -56,6 +61,7 @@ while [ $# -gt 0 ]; do
     --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
     --planted) kinds=planted; shift ;;
     --history) kinds=history; shift ;;
+    --from-runs) from_runs=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) names+=("$1"); shift ;;
@@ -67,9 +73,11 @@ IFS=, read -ra seed_list <<<"$seeds"
 need_jq
 work=${DETECT_WORK:-${TMPDIR:-/tmp}/idpool-detect}
 mkdir -p "$work"
-rm -rf "$work/runs"
 runs="$work/runs.tsv"
-: > "$runs"
+if [ "$from_runs" -eq 0 ]; then
+    rm -rf "$work/runs"
+    : > "$runs"
+fi
 
 # The trees: this one, and the baseline's worktree.
 trees=(current)
@@ -80,6 +88,98 @@ if [ -n "$baseline" ]; then
     trees+=(baseline)
     src[baseline]=$base
 fi
+# The table (`write_table [interrupted]`). Per item and tree: the seeds' seconds, their median and worst
+# (a miss counts as longer than any time), the median executions, the
+# fewest minimised operations.
+stats() { # kind bug target tree -> "SECONDS MEDIAN WORST EXECS OPS" (- for none)
+    awk -F'\t' -v k="$1" -v b="$2" -v t="$3" -v tr="$4" -v seeds="${#seed_list[@]}" '
+        $1 == k && $2 == b && $3 == t && $4 == tr {
+            n++; secs = secs (secs == "" ? "" : " ") $6
+            if ($6 ~ /^[0-9.]+$/) v[n] = $6 + 0; else if ($6 == "n/a") na++; else v[n] = 1e9
+            if ($7 != "" && $6 ~ /^[0-9.]+$/) { ne++; e[ne] = $7 + 0 }
+            if ($8 != "" && (ops == "" || $8 + 0 < ops)) ops = $8 + 0
+        }
+        function show(x) { return x >= 1e9 ? "miss" : sprintf("%.1f", x) }
+        function sortv(a, m,   i, j, x) { for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
+        END {
+            if (n == 0 || na == n) { print "n/a - - - -"; exit }
+            # An interrupted item: "-" for the seeds that did not run.
+            for (i = n + 1; i <= seeds; i++) secs = secs " -"
+            sortv(v, n); med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+            sortv(e, ne); em = ne == 0 ? "-" : (ne % 2 ? e[(ne + 1) / 2] : int((e[ne / 2] + e[ne / 2 + 1]) / 2))
+            printf "%s %s %s %s %s\n", secs, show(med), show(v[n]), em, ops == "" ? "-" : ops
+        }' "$runs"
+}
+write_table() {
+    local kind bug target cur old n cs cm cw ce co bs bm bw be bo goal row ratio page
+    rows=() met=0 total=0 base_met=0
+    for item in "${items[@]}"; do
+        read -r kind bug target <<<"$item"
+        total=$((total + 1))
+        IFS=' ' read -r -a cur <<<"$(stats "$kind" "$bug" "$target" current)"
+        n=${#seed_list[@]}
+        # Nothing ran here (the spec does not apply, the tree does not build).
+        [ "${cur[0]}" != n/a ] || cur=($(printf 'n/a %.0s' "${seed_list[@]}") n/a n/a - -)
+        cs="${cur[*]:0:n}" cm=${cur[n]} cw=${cur[n+1]} ce=${cur[n+2]} co=${cur[n+3]}
+        goal=no
+        awk -v m="$cm" -v w="$cw" 'BEGIN { exit !(m ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/ && m < 10 && w < 60) }' && goal=yes && met=$((met + 1))
+        row="| $kind | $bug | $target | $cs | $cm | $cw | $ce | $co | $goal |"
+        if [ -n "$baseline" ]; then
+            IFS=' ' read -r -a old <<<"$(stats "$kind" "$bug" "$target" baseline)"
+            if [ "${old[0]}" = n/a ]; then
+                row="$row n/a | | | | | |"
+            else
+                bs="${old[*]:0:n}" bm=${old[n]} bw=${old[n+1]} be=${old[n+2]} bo=${old[n+3]}
+                awk -v m="$bm" -v w="$bw" 'BEGIN { exit !(m ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/ && m < 10 && w < 60) }' &&
+                    base_met=$((base_met + 1))
+                ratio=$(awk -v a="$cm" -v b="$bm" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0) printf "%.1fx", b / a; else print "-" }')
+                row="$row $bs | $bm | $bw | $be | $bo | $ratio |"
+            fi
+        fi
+        rows+=("$row")
+    done
+
+    page=$(result_page detection)
+    {
+        page_head "Detection: seconds to each bug from an empty corpus" ci/detect.sh "${given_args[@]}"
+        echo "libFuzzer seeds $seeds, one run at a time on one core, at most ${budget} s each"
+        echo "(\`miss\`: nothing found in ${budget} s; \`timeout\`, \`oom\`, ...: what ended a run"
+        echo "that no check failed). Seconds from starting \`cargo fuzz run\` to the crash;"
+        echo "executions to it (libFuzzer's count, the median of the seeds that found it);"
+        echo "the fewest operations a seed's crash minimised to (\`triage minimize\`)."
+        echo "Goals: median under 10 s, worst seed under 60 s."
+        if [ -n "$baseline" ]; then
+            echo "Beside each, the same runs on $baseline (${rev:0:12}), alternated seed by seed;"
+            echo "the ratio is the baseline's median over this tree's (above 1: found sooner here)."
+        fi
+        echo
+        [ "${1:-}" != interrupted ] ||
+            printf '**Interrupted** at %s UTC: the bugs whose runs had started, with the seeds that ended.\n\n' "$(date -u +%T)"
+        echo "Within the goals: $met of $total here${baseline:+, $base_met of $total on the baseline}."
+        echo
+        if [ -n "$baseline" ]; then
+            echo "| kind | bug | target | seconds, seeds ${seed_list[*]} | median | worst | execs | ops | goals | baseline seconds | median | worst | execs | ops | ratio |"
+            echo "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"
+        else
+            echo "| kind | bug | target | seconds, seeds ${seed_list[*]} | median | worst | execs | ops | goals |"
+            echo "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
+        fi
+        printf '%s\n' "${rows[@]}"
+    } > "$page"
+    echo
+    cat "$page"
+    echo "result page: $page"
+    echo "every run: $runs; artifacts: $work/runs/<bug>/<target>/<tree>-<seed>/"
+}
+
+if [ "$from_runs" -eq 1 ]; then
+    # The items in the order their first run was recorded.
+    mapfile -t items < <(awk -F'\t' '!seen[$1 FS $2 FS $3]++ { print $1, $2, $3 }' "$runs")
+    [ ${#items[@]} -gt 0 ] || die "no runs recorded in $runs"
+    write_table
+    exit 0
+fi
+
 # The kernel's header, fetched into this tree, serves every tree and copy.
 if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
     export KERNEL_TREE="$ROOT/.cache/kernel"
@@ -117,6 +217,7 @@ tree_order() {
 }
 
 items=()
+trap 'echo; echo "interrupted: writing the table of the runs so far" >&2; write_table interrupted; exit 130' INT TERM
 
 if [[ " $kinds " == *" history "* ]]; then
     declare -A triage_of
@@ -213,79 +314,5 @@ if [[ " $kinds " == *" planted "* ]]; then
     done
 fi
 
-# The table. Per item and tree: the seeds' seconds, their median and worst
-# (a miss counts as longer than any time), the median executions, the
-# fewest minimised operations.
-stats() { # kind bug target tree -> "SECONDS MEDIAN WORST EXECS OPS" (- for none)
-    awk -F'\t' -v k="$1" -v b="$2" -v t="$3" -v tr="$4" -v budget="$budget" '
-        $1 == k && $2 == b && $3 == t && $4 == tr {
-            n++; secs = secs (secs == "" ? "" : " ") $6
-            if ($6 ~ /^[0-9.]+$/) v[n] = $6 + 0; else if ($6 == "n/a") na++; else v[n] = 1e9
-            if ($7 != "" && $6 ~ /^[0-9.]+$/) { ne++; e[ne] = $7 + 0 }
-            if ($8 != "" && (ops == "" || $8 + 0 < ops)) ops = $8 + 0
-        }
-        function show(x) { return x >= 1e9 ? "miss" : sprintf("%.1f", x) }
-        function sortv(a, m,   i, j, x) { for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
-        END {
-            if (n == 0 || na == n) { print "n/a - - - -"; exit }
-            sortv(v, n); med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-            sortv(e, ne); em = ne == 0 ? "-" : (ne % 2 ? e[(ne + 1) / 2] : int((e[ne / 2] + e[ne / 2 + 1]) / 2))
-            printf "%s %s %s %s %s\n", secs, show(med), show(v[n]), em, ops == "" ? "-" : ops
-        }' "$runs"
-}
-rows=() met=0 total=0 base_met=0
-for item in "${items[@]}"; do
-    read -r kind bug target <<<"$item"
-    total=$((total + 1))
-    IFS=' ' read -r -a cur <<<"$(stats "$kind" "$bug" "$target" current)"
-    n=${#seed_list[@]}
-    # Nothing ran here (the spec does not apply, the tree does not build).
-    [ "${cur[0]}" != n/a ] || cur=($(printf 'n/a %.0s' "${seed_list[@]}") n/a n/a - -)
-    cs="${cur[*]:0:n}" cm=${cur[n]} cw=${cur[n+1]} ce=${cur[n+2]} co=${cur[n+3]}
-    goal=no
-    awk -v m="$cm" -v w="$cw" 'BEGIN { exit !(m ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/ && m < 10 && w < 60) }' && goal=yes && met=$((met + 1))
-    row="| $kind | $bug | $target | $cs | $cm | $cw | $ce | $co | $goal |"
-    if [ -n "$baseline" ]; then
-        IFS=' ' read -r -a old <<<"$(stats "$kind" "$bug" "$target" baseline)"
-        if [ "${old[0]}" = n/a ]; then
-            row="$row n/a | | | | | |"
-        else
-            bs="${old[*]:0:n}" bm=${old[n]} bw=${old[n+1]} be=${old[n+2]} bo=${old[n+3]}
-            awk -v m="$bm" -v w="$bw" 'BEGIN { exit !(m ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/ && m < 10 && w < 60) }' &&
-                base_met=$((base_met + 1))
-            ratio=$(awk -v a="$cm" -v b="$bm" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0) printf "%.1fx", b / a; else print "-" }')
-            row="$row $bs | $bm | $bw | $be | $bo | $ratio |"
-        fi
-    fi
-    rows+=("$row")
-done
 
-page=$(result_page detection)
-{
-    page_head "Detection: seconds to each bug from an empty corpus" ci/detect.sh "${given_args[@]}"
-    echo "libFuzzer seeds $seeds, one run at a time on one core, at most ${budget} s each"
-    echo "(\`miss\`: nothing found in ${budget} s; \`timeout\`, \`oom\`, ...: what ended a run"
-    echo "that no check failed). Seconds from starting \`cargo fuzz run\` to the crash;"
-    echo "executions to it (libFuzzer's count, the median of the seeds that found it);"
-    echo "the fewest operations a seed's crash minimised to (\`triage minimize\`)."
-    echo "Goals: median under 10 s, worst seed under 60 s."
-    if [ -n "$baseline" ]; then
-        echo "Beside each, the same runs on $baseline (${rev:0:12}), alternated seed by seed;"
-        echo "the ratio is the baseline's median over this tree's (above 1: found sooner here)."
-    fi
-    echo
-    echo "Within the goals: $met of $total here${baseline:+, $base_met of $total on the baseline}."
-    echo
-    if [ -n "$baseline" ]; then
-        echo "| kind | bug | target | seconds, seeds ${seed_list[*]} | median | worst | execs | ops | goals | baseline seconds | median | worst | execs | ops | ratio |"
-        echo "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"
-    else
-        echo "| kind | bug | target | seconds, seeds ${seed_list[*]} | median | worst | execs | ops | goals |"
-        echo "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
-    fi
-    printf '%s\n' "${rows[@]}"
-} > "$page"
-echo
-cat "$page"
-echo "result page: $page"
-echo "every run: $runs; artifacts: $work/runs/<bug>/<target>/<tree>-<seed>/"
+write_table
