@@ -33,13 +33,13 @@ use std::collections::BTreeSet;
 
 /// How many distinct feedback functions the states are hashed to.
 ///
-/// Enough that the states a night reaches rarely share a slot:
-/// `handle_table` reaches some 5,000 distinct states in its first minute
-/// and 16,000 in 45, and a state whose slot an earlier state already took
-/// is no new edge, so no engine keeps the input that reached it. With
-/// 1,024 slots most of a minute's states were unrewarded. A step still
-/// costs one indexed call (`docs/results/`, the state-feedback pages).
-pub const SLOTS: usize = 1 << 14;
+/// Fewer than the states a minute of `handle_table` reaches (some 3,000),
+/// so states share slots. 16,384 slots were measured side by side with
+/// this (`docs/results/`, the feedback-experiments and detection pages of
+/// 2026-12-03): 1.3x to 1.6x the states per CPU-minute and the stale
+/// shrink c3 found 4.7x sooner, but the planted bug 01 twice as slowly on
+/// `handle_table` over nine seeds, so not kept.
+pub const SLOTS: usize = 1024;
 
 /// An abstract state: components packed in mixed radix, each below its
 /// declared number of classes, so two states are equal exactly when every
@@ -191,64 +191,38 @@ mod slots {
         std::hint::black_box(N);
     }
 
-    /// Sixteen consecutive slots from `$first`.
-    macro_rules! sixteen {
-        ($first:expr) => {
+    macro_rules! row {
+        ($base:literal) => {
             [
-                slot::<{ $first + 0 }>,
-                slot::<{ $first + 1 }>,
-                slot::<{ $first + 2 }>,
-                slot::<{ $first + 3 }>,
-                slot::<{ $first + 4 }>,
-                slot::<{ $first + 5 }>,
-                slot::<{ $first + 6 }>,
-                slot::<{ $first + 7 }>,
-                slot::<{ $first + 8 }>,
-                slot::<{ $first + 9 }>,
-                slot::<{ $first + 10 }>,
-                slot::<{ $first + 11 }>,
-                slot::<{ $first + 12 }>,
-                slot::<{ $first + 13 }>,
-                slot::<{ $first + 14 }>,
-                slot::<{ $first + 15 }>,
-            ]
-        };
-    }
-
-    /// 256 consecutive slots from `$first`.
-    macro_rules! block {
-        ($first:expr) => {
-            [
-                sixteen!($first + 0),
-                sixteen!($first + 16),
-                sixteen!($first + 32),
-                sixteen!($first + 48),
-                sixteen!($first + 64),
-                sixteen!($first + 80),
-                sixteen!($first + 96),
-                sixteen!($first + 112),
-                sixteen!($first + 128),
-                sixteen!($first + 144),
-                sixteen!($first + 160),
-                sixteen!($first + 176),
-                sixteen!($first + 192),
-                sixteen!($first + 208),
-                sixteen!($first + 224),
-                sixteen!($first + 240),
+                slot::<{ $base * 16 }>,
+                slot::<{ $base * 16 + 1 }>,
+                slot::<{ $base * 16 + 2 }>,
+                slot::<{ $base * 16 + 3 }>,
+                slot::<{ $base * 16 + 4 }>,
+                slot::<{ $base * 16 + 5 }>,
+                slot::<{ $base * 16 + 6 }>,
+                slot::<{ $base * 16 + 7 }>,
+                slot::<{ $base * 16 + 8 }>,
+                slot::<{ $base * 16 + 9 }>,
+                slot::<{ $base * 16 + 10 }>,
+                slot::<{ $base * 16 + 11 }>,
+                slot::<{ $base * 16 + 12 }>,
+                slot::<{ $base * 16 + 13 }>,
+                slot::<{ $base * 16 + 14 }>,
+                slot::<{ $base * 16 + 15 }>,
             ]
         };
     }
 
     macro_rules! table {
-        ($($first:literal)*) => {
+        ($($base:literal)*) => {
             /// One function per slot.
             pub static TABLE: [fn(); super::SLOTS] = {
-                const BLOCKS: usize = super::SLOTS / 256;
-                let blocks: [[[fn(); 16]; 16]; BLOCKS] = [$(block!($first)),*];
+                let rows: [[fn(); 16]; super::SLOTS / 16] = [$(row!($base)),*];
                 let mut table: [fn(); super::SLOTS] = [slot::<0>; super::SLOTS];
                 let mut i = 0;
                 while i < super::SLOTS {
-                    table[i] = blocks[i / 256][i / 16 % 16][i % 16];
+                    table[i] = rows[i / 16][i % 16];
                     i += 1;
                 }
                 table
@@ -256,7 +230,12 @@ mod slots {
         };
     }
 
-    table!(0 256 512 768 1024 1280 1536 1792 2048 2304 2560 2816 3072 3328 3584 3840 4096 4352 4608 4864 5120 5376 5632 5888 6144 6400 6656 6912 7168 7424 7680 7936 8192 8448 8704 8960 9216 9472 9728 9984 10240 10496 10752 11008 11264 11520 11776 12032 12288 12544 12800 13056 13312 13568 13824 14080 14336 14592 14848 15104 15360 15616 15872 16128);
+    table!(
+        0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+        16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+        32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47
+        48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+    );
 }
 
 #[cfg(test)]
