@@ -181,9 +181,7 @@ if [ "$from_runs" -eq 1 ]; then
 fi
 
 # The kernel's header, fetched into this tree, serves every tree and copy.
-if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
-    export KERNEL_TREE="$ROOT/.cache/kernel"
-fi
+share_kernel_header
 
 # Each tree's registry (its targets' hunt_max_len, sanitizer, hunts),
 # read by `hunt` through TARGETS_JSON.

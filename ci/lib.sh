@@ -437,6 +437,15 @@ hunt_finding() {
     printf '%s %s %s %s\n' "$seconds" "$(jq -r .operations <<<"$min")" "$by" "$(jq -r .signature <<<"$min")"
 }
 
+# For scripts that build other trees (a baseline's worktree, planted
+# copies): the kernel header this tree fetched (ci/kernel-source.sh) serves
+# them too, through KERNEL_TREE, unless the caller set one.
+share_kernel_header() {
+    if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
+        export KERNEL_TREE="$ROOT/.cache/kernel"
+    fi
+}
+
 # `baseline_worktree REV WORK`: prints the path of a detached worktree of
 # revision REV under WORK (baseline-<12 hex>), checked out once and reused.
 baseline_worktree() {

@@ -73,9 +73,7 @@ else
     labels=("with the feedback" "without")
 fi
 # The kernel's header, fetched into this tree, serves both trees.
-if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
-    export KERNEL_TREE="$ROOT/.cache/kernel"
-fi
+share_kernel_header
 for v in "${variants[@]}"; do
     step "building the $v variant (${tree_of[$v]})"
     # shellcheck disable=SC2086 # no flag, or one

@@ -33,12 +33,10 @@ use std::collections::BTreeSet;
 
 /// How many distinct feedback functions the states are hashed to.
 ///
-/// Fewer than the states a minute of `handle_table` reaches (some 3,000),
-/// so states share slots. 16,384 slots were measured side by side with
-/// this (`docs/results/`, the feedback-experiments and detection pages of
-/// 2026-12-03): 1.3x to 1.6x the states per CPU-minute and the stale
-/// shrink c3 found 4.7x sooner, but the planted bug 01 twice as slowly on
-/// `handle_table` over nine seeds, so not kept.
+/// Fewer than the states a minute of `handle_table` reaches, so states
+/// share slots. 16,384 were measured side by side with this and not kept:
+/// more states per CPU-minute, but a planted bug found more slowly
+/// (docs/results/2026-12-03-feedback-experiments.md).
 pub const SLOTS: usize = 1024;
 
 /// An abstract state: components packed in mixed radix, each below its
