@@ -298,7 +298,7 @@ if [[ " $kinds " == *" planted "* ]]; then
                     case "$outcome" in
                     caught)
                         art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
-                        ops=$("${triage_of[$tree]}" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null |
+                        ops=$(timeout "$MINIMIZE_TIMEOUT" "${triage_of[$tree]}" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null |
                             jq -r '.operations // empty' || true) ;;
                     none) seconds=miss ;;
                     *) seconds=$outcome ;;

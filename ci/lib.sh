@@ -19,6 +19,10 @@ HONGGFUZZ_VERSION=0.5.62
 # artifacts, which `triage` reads like crash-* ones.
 LIBFUZZER_TIMEOUT=${LIBFUZZER_TIMEOUT:-25}
 LIBFUZZER_RSS_MB=${LIBFUZZER_RSS_MB:-2560}
+# How long a hunt's `triage minimize` may take before the hunt gives up on
+# its crash (reported as not the finding, saying so): minimising takes
+# well under a second when the minimiser is sound.
+MINIMIZE_TIMEOUT=${MINIMIZE_TIMEOUT:-120}
 
 # How libFuzzer spends its time among the corpus's inputs. The entropic
 # schedule (libFuzzer's default) gives each input energy by how much it
@@ -399,7 +403,8 @@ first_message() {
 # minimised by TRIAGE (TREE's triage tool) into DIR/min.trace, BY being
 # `check` (a check of the harness) or `asan:<what AddressSanitizer
 # reported>` with `_` for spaces; "inf" when it found nothing, "notit
-# SIGNATURE" when it crashed with something that is not the finding. A
+# SIGNATURE" when it crashed with something that is not the finding (or
+# its minimising outlasted MINIMIZE_TIMEOUT). A
 # memory-safety finding (`--json`: `memory_safety`) of a target built with
 # AddressSanitizer counts only when ASan reported it in the run's log. The finding is what `history::Finding::of` tells the
 # minimised failure to be (`triage minimize --json`: its `finding`), on a
@@ -418,7 +423,11 @@ hunt_finding() {
         echo inf
         return
     fi
-    min=$("$triage" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null || echo '{}')
+    # A minimiser that never ends must not stall a whole benchmark or CI.
+    min=$(timeout "$MINIMIZE_TIMEOUT" "$triage" minimize --json "$art" -o "$dir/min.trace" 2>"$dir/minimize.log") || {
+        [ $? -ne 124 ] || { echo "notit (triage minimize still running after ${MINIMIZE_TIMEOUT} s)"; return; }
+        min='{}'
+    }
     if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||
         { [ "$mainline" = false ] &&
             ! jq -r '.signature // ""' <<<"$min" | grep -qE -- '(c-2024-06|c-v3|rust-v1)'; }; then

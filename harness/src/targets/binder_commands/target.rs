@@ -104,10 +104,23 @@ fn simpler((step, plan): &(Step, Plan)) -> Option<(Step, Plan)> {
         Command::Send { objects, .. } if !objects.is_empty() => {
             objects.pop();
         }
-        Command::Ref(_, h) | Command::NodeInfo(h) if *h > 0 => *h -= 1,
+        Command::Ref(_, h) | Command::NodeInfo(h) if *h > 0 => *h = smaller_handle(*h),
         _ => return None,
     }
     Some((s, *plan))
+}
+
+/// The next handle the minimiser tries below `h` (above 0): one less up to
+/// the handle map's second word, and above it the next of the far handles
+/// the decoder makes, so that `4294967295` takes a few dozen replays to
+/// shrink rather than one per value.
+fn smaller_handle(h: u32) -> u32 {
+    const FAR: [u32; 4] = [65, 127, 1000, 1 << 31];
+    if h <= FAR[0] {
+        h - 1
+    } else {
+        FAR.into_iter().rev().find(|&f| f < h).unwrap_or(FAR[0])
+    }
 }
 
 impl Target for CommandsTarget {
@@ -305,6 +318,50 @@ mod tests {
             }
         }
         assert!(encoded > 1500, "only {encoded} of 2000 programs encode");
+    }
+
+    #[test]
+    fn far_handles_shrink_in_few_steps() {
+        let mut h = u32::MAX;
+        let mut steps = 0;
+        while h > 0 {
+            let next = smaller_handle(h);
+            assert!(next < h, "{h} shrank to {next}");
+            h = next;
+            steps += 1;
+        }
+        assert_eq!(steps, 4 + 65);
+        assert_eq!(smaller_handle(66), 65);
+        assert_eq!(smaller_handle(1000), 127);
+    }
+
+    /// A node-info on handle 4294967295 fails from any handle no process
+    /// holds. The minimiser once tried every handle below it, one replay
+    /// each: `triage minimize` ran for hours on a 9-byte input that a
+    /// node-info hunt found.
+    #[test]
+    fn minimising_a_far_handle_ends_soon() {
+        let text = "idpool-trace v1\ntarget binder_commands\nprocs 2\np0 acquire 0\np0 set-manager\np1 release 4294967295\np0 node-info 4294967295\n";
+        let trace = crate::targets::parse_trace(text).unwrap();
+        let signature = trace.check().unwrap_err().signature();
+        let mut replays = 0;
+        let mut best = trace;
+        loop {
+            let next = best.shrink(&mut |t| {
+                replays += 1;
+                matches!(t.check(), Err(f) if f.signature() == signature)
+            });
+            if next == best {
+                break;
+            }
+            best = next;
+        }
+        assert!(replays < 500, "{replays} replays");
+        let body = best.body().downcast_ref::<CmdProgram>().unwrap();
+        assert_eq!(
+            body.to_string(),
+            "procs 2\np0 set-manager\np0 node-info 0\n"
+        );
     }
 
     #[test]
