@@ -349,6 +349,10 @@ mod tests {
         loop {
             let next = best.shrink(&mut |t| {
                 replays += 1;
+                assert!(
+                    replays < 500,
+                    "still minimising after {replays} replays: {t}"
+                );
                 matches!(t.check(), Err(f) if f.signature() == signature)
             });
             if next == best {
@@ -356,7 +360,6 @@ mod tests {
             }
             best = next;
         }
-        assert!(replays < 500, "{replays} replays");
         let body = best.body().downcast_ref::<CmdProgram>().unwrap();
         assert_eq!(
             body.to_string(),
