@@ -424,7 +424,9 @@ hunt_finding() {
         return
     fi
     # A minimiser that never ends must not stall a whole benchmark or CI.
-    min=$(timeout "$MINIMIZE_TIMEOUT" "$triage" minimize --json "$art" -o "$dir/min.trace" 2>"$dir/minimize.log") || {
+    # IDPOOL_HISTORY as in the hunt: a run that met another known finding
+    # first is the hunted one's (binder_commands keeps the one asked for).
+    min=$(IDPOOL_HISTORY=$finding timeout "$MINIMIZE_TIMEOUT" "$triage" minimize --json "$art" -o "$dir/min.trace" 2>"$dir/minimize.log") || {
         [ $? -ne 124 ] || { echo "notit (triage minimize still running after ${MINIMIZE_TIMEOUT} s)"; return; }
         min='{}'
     }

@@ -7,6 +7,7 @@ use super::compare::{self, Diff, Kind, Rule};
 use super::oracle::Oracle;
 use super::program::{site_word, CmdProgram, Plan};
 use crate::check::{Check, Checked, Detail, Failure, Flavour, OpKind};
+use crate::history::Finding;
 use crate::Events;
 use idpool::driver::{
     CDriver, Command, FailFirst, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Windows,
@@ -207,14 +208,28 @@ fn failure(
     })
 }
 
-/// The known finding a program met first: the failure it becomes at the
-/// end when nothing else failed.
+/// The known finding a program met first, or the first one that
+/// `IDPOOL_HISTORY` asks for if it met one later: the failure it becomes
+/// at the end when nothing else failed.
+///
+/// A hunt for one finding must see it wherever it comes: a difference that
+/// does not end the comparison (such as `node-info`, in about one random
+/// program of six) must not hide a later `manager-handle` as the quiet
+/// failure of the whole run.
 struct Known(Option<Box<Failure>>);
 
 impl Known {
     fn keep(&mut self, f: Box<Failure>) {
-        if self.0.is_none() {
-            self.0 = Some(f);
+        self.keep_preferring(f, crate::history::asked);
+    }
+
+    /// Keeps `f` if it is the first, or the first that `wanted` says the
+    /// finding of after others that it does not.
+    fn keep_preferring(&mut self, f: Box<Failure>, wanted: impl Fn(Finding) -> bool) {
+        let wanted = |f: &Failure| Finding::of(f).is_some_and(&wanted);
+        match &self.0 {
+            Some(first) if wanted(first) || !wanted(&f) => {}
+            _ => self.0 = Some(f),
         }
     }
 }
@@ -744,4 +759,54 @@ fn state_diff(model: &Snapshot, driver: &Snapshot) -> String {
         }
     }
     format!("model {model:?}, driver {driver:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The known finding a trace body's run ends with.
+    fn known_of(body: &str) -> Box<Failure> {
+        let text = format!("idpool-trace v1\ntarget binder_commands\n{body}");
+        let trace = crate::targets::parse_trace(&text).unwrap();
+        let program = trace.body().downcast_ref::<CmdProgram>().unwrap();
+        let (_, known) = super::super::run_counting(program).unwrap();
+        known.expect("a known difference")
+    }
+
+    #[test]
+    fn a_hunted_finding_is_kept_over_an_earlier_one() {
+        let node_info = || known_of("procs 2\np0 set-manager\np0 node-info 0\n");
+        let manager_handle = || {
+            known_of("procs 2\np1 set-manager\np0 send 0 node 1\np1 acquire 1\np1 free\np1 send 1 node 0\n")
+        };
+        assert_eq!(Finding::of(&node_info()), Some(Finding::NodeInfo));
+        assert_eq!(Finding::of(&manager_handle()), Some(Finding::ManagerHandle));
+        let hunting = |f: Finding| f == Finding::ManagerHandle;
+
+        // Nothing asked for: the first one met.
+        let mut known = Known(None);
+        known.keep_preferring(node_info(), |_| false);
+        known.keep_preferring(manager_handle(), |_| false);
+        assert_eq!(
+            Finding::of(known.0.as_ref().unwrap()),
+            Some(Finding::NodeInfo)
+        );
+
+        // The hunted one, although it came second.
+        let mut known = Known(None);
+        known.keep_preferring(node_info(), hunting);
+        known.keep_preferring(manager_handle(), hunting);
+        assert_eq!(
+            Finding::of(known.0.as_ref().unwrap()),
+            Some(Finding::ManagerHandle)
+        );
+
+        // And once met, it stays.
+        known.keep_preferring(node_info(), hunting);
+        assert_eq!(
+            Finding::of(known.0.as_ref().unwrap()),
+            Some(Finding::ManagerHandle)
+        );
+    }
 }
