@@ -79,6 +79,7 @@ pub mod idset;
 pub mod json;
 pub mod model;
 pub mod mutant;
+pub mod mutate;
 pub mod oracle;
 pub mod registry;
 pub mod sched;
