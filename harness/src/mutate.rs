@@ -9,7 +9,9 @@
 //! [`mutate`] gives some of libFuzzer's mutants a random tail: the steps
 //! of an input that reached something new, then fresh random steps.
 //!
-//! A fuzz target opts in with one line beside `fuzz_target!`:
+//! A target opts in with [`crate::registry::Target::random_tail`]; its
+//! libFuzzer glue (`registry::Engine::glue`) then has, beside
+//! `fuzz_target!`:
 //!
 //! ```ignore
 //! libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {

@@ -69,12 +69,26 @@ impl Engine {
         }
     }
 
-    /// The glue file of target `name`, in full: the same for every target
-    /// but the name, a call of `idpool_harness::fuzz` and nothing else. The
+    /// The glue file of `target`, in full: the same for every target but
+    /// the name, a call of `idpool_harness::fuzz` and nothing else. The
     /// closure's body is a block, the one form every engine's macro takes
-    /// (honggfuzz's takes no other).
-    pub fn glue(self, name: &str) -> String {
+    /// (honggfuzz's takes no other). A target with a
+    /// [`Target::random_tail`] has, in its libFuzzer glue, the custom
+    /// mutator that calls [`crate::mutate::mutate`].
+    pub fn glue(self, target: &dyn Target) -> String {
+        let name = target.name();
         let body = format!("idpool_harness::fuzz(\"{name}\", data);");
+        match self {
+            Engine::LibFuzzer if target.random_tail() => format!(
+                "{}\nlibfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {{\n    \
+                 idpool_harness::mutate::mutate(\"{name}\", data, size, max_size, seed, libfuzzer_sys::fuzzer_mutate)\n}});\n",
+                self.glue_without_tail(&body)
+            ),
+            _ => self.glue_without_tail(&body),
+        }
+    }
+
+    fn glue_without_tail(self, body: &str) -> String {
         match self {
             Engine::LibFuzzer => format!(
                 "#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {{\n    {body}\n}});\n"
@@ -192,6 +206,12 @@ pub trait Target: Sync {
     /// long enough for a header and the few operations that show a bug.
     fn hunt_max_len(&self) -> usize {
         256
+    }
+    /// Whether its libFuzzer glue adds the random-tail mutation
+    /// ([`crate::mutate`]). Only where the detection benchmark measured it:
+    /// the mutation changes how every bug of the target is found.
+    fn random_tail(&self) -> bool {
+        false
     }
     /// The known upstream findings it is expected to rediscover from an
     /// empty corpus (`ci/history.sh` hunts each with it).

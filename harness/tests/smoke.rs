@@ -178,7 +178,7 @@ fn every_target_has_its_glue_files() {
             if wanted {
                 assert_eq!(
                     std::fs::read_to_string(&glue).unwrap(),
-                    engine.glue(name),
+                    engine.glue(*target),
                     "{}: the glue is `Engine::glue`'s, nothing else",
                     glue.display()
                 );
