@@ -247,6 +247,7 @@ if [[ " $kinds " == *" history "* ]]; then
                 case "$seconds" in
                 inf) seconds=miss ops="" ;;
                 notit) seconds="not-it" ops="" ;;
+                slowmin) seconds="minimize-timeout" ops="" ;;
                 esac
                 record history "$finding" "$target" "$tree" "$seed" "$seconds" "$(hunt_execs "$dir/log")" "$ops"
                 echo "   $tree seed $seed: $seconds s${ops:+, $ops ops}" >&2
@@ -298,7 +299,7 @@ if [[ " $kinds " == *" planted "* ]]; then
                     case "$outcome" in
                     caught)
                         art=$(find "$dir" -maxdepth 1 -name 'crash-*' | head -n 1)
-                        ops=$(timeout "$MINIMIZE_TIMEOUT" "${triage_of[$tree]}" minimize --json "$art" -o "$dir/min.trace" 2>/dev/null |
+                        ops=$(minimize_bounded "${triage_of[$tree]}" --json "$art" -o "$dir/min.trace" 2>/dev/null |
                             jq -r '.operations // empty' || true) ;;
                     none) seconds=miss ;;
                     *) seconds=$outcome ;;

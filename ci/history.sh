@@ -74,13 +74,15 @@ fuzz_build "$ROOT" $(jq -r '.[].target' <<<"$hunts" | sort -u) 2>/dev/null
 # builds nothing: fuzz_build above built each target with the flags its
 # hunt runs with, AddressSanitizer for one that links C): prints "SECONDS
 # OPS BY SIGNATURE" when the seed found it, "inf" when it did not, "notit"
-# (reported) for a crash that is not the finding.
+# (reported) for a crash that is not the finding or whose minimising did
+# not end.
 hunt_seed() {
     local finding=$1 target=$2 seed=$3 mainline=$4 found
     found=$(hunt_finding "$ROOT" "$triage" "$finding" "$target" "$work/$1/$2/seed-$3" "$seed" "$budget" "$mainline")
     case "$found" in
     inf) echo "$finding/$target seed $seed: not found in ${budget} s" >&2 ;;
     notit*) echo "$finding/$target seed $seed: crashed with ${found#notit }, not the finding" >&2; found=notit ;;
+    slowmin) echo "$finding/$target seed $seed: crashed, and triage minimize was still running after ${MINIMIZE_TIMEOUT} s" >&2; found=notit ;;
     esac
     echo "$found"
 }

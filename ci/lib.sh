@@ -24,6 +24,16 @@ LIBFUZZER_RSS_MB=${LIBFUZZER_RSS_MB:-2560}
 # well under a second when the minimiser is sound.
 MINIMIZE_TIMEOUT=${MINIMIZE_TIMEOUT:-120}
 
+# `triage minimize` (TRIAGE ARGS...) for at most MINIMIZE_TIMEOUT seconds:
+# exits 124 when it was stopped. In the foreground, so that Ctrl-C on the
+# calling script stops it too (triage starts no processes of its own, which
+# --foreground would leave running).
+minimize_bounded() {
+    local triage=$1
+    shift
+    timeout -k 5 --foreground "$MINIMIZE_TIMEOUT" "$triage" minimize "$@"
+}
+
 # How libFuzzer spends its time among the corpus's inputs. The entropic
 # schedule (libFuzzer's default) gives each input energy by how much it
 # reveals of rare features; -entropic_scale_per_exec_time=1 also scales
@@ -403,8 +413,8 @@ first_message() {
 # minimised by TRIAGE (TREE's triage tool) into DIR/min.trace, BY being
 # `check` (a check of the harness) or `asan:<what AddressSanitizer
 # reported>` with `_` for spaces; "inf" when it found nothing, "notit
-# SIGNATURE" when it crashed with something that is not the finding (or
-# its minimising outlasted MINIMIZE_TIMEOUT). A
+# SIGNATURE" when it crashed with something that is not the finding,
+# "slowmin" when minimising its crash outlasted MINIMIZE_TIMEOUT. A
 # memory-safety finding (`--json`: `memory_safety`) of a target built with
 # AddressSanitizer counts only when ASan reported it in the run's log. The finding is what `history::Finding::of` tells the
 # minimised failure to be (`triage minimize --json`: its `finding`), on a
@@ -426,8 +436,8 @@ hunt_finding() {
     # A minimiser that never ends must not stall a whole benchmark or CI.
     # IDPOOL_HISTORY as in the hunt: a run that met another known finding
     # first is the hunted one's (binder_commands keeps the one asked for).
-    min=$(IDPOOL_HISTORY=$finding timeout "$MINIMIZE_TIMEOUT" "$triage" minimize --json "$art" -o "$dir/min.trace" 2>"$dir/minimize.log") || {
-        [ $? -ne 124 ] || { echo "notit (triage minimize still running after ${MINIMIZE_TIMEOUT} s)"; return; }
+    min=$(IDPOOL_HISTORY=$finding minimize_bounded "$triage" --json "$art" -o "$dir/min.trace" 2>"$dir/minimize.log") || {
+        [ $? -ne 124 ] || { echo "slowmin"; return; }
         min='{}'
     }
     if [ "$(jq -r '.finding // ""' <<<"$min")" != "$finding" ] ||

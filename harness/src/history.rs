@@ -539,10 +539,11 @@ impl Retired {
     }
 
     fn keep(&mut self, failure: Box<Failure>) {
-        self.first.get_or_insert(failure);
+        keep_known(&mut self.first, failure);
     }
 
-    /// The run's result once every step passed: the first known finding
+    /// The run's result once every step passed: the known finding kept
+    /// ([`keep_known`]), if any; otherwise the first known finding
     /// met, if any.
     pub fn finish<T>(self, value: T) -> Checked<T> {
         match self.first {
@@ -567,6 +568,32 @@ fn reported() -> &'static [Finding] {
 /// Whether `IDPOOL_HISTORY` asks for `finding` to be reported.
 pub fn asked(finding: Finding) -> bool {
     reported().contains(&finding)
+}
+
+/// Keeps `failure`, a known finding a run met and went on past, as the
+/// run's failure in `kept`: the first one met, unless a later one is a
+/// finding `IDPOOL_HISTORY` asks for and the kept one is not.
+///
+/// A hunt must see its finding wherever it comes in a run: a known
+/// difference that does not end the run (`node-info`, in about one random
+/// `binder_commands` program of six; a collision on one side of
+/// `handle_table`) must not hide a later hunted one behind its own quiet
+/// failure. Without `IDPOOL_HISTORY`, or with `all`, the first is kept.
+pub fn keep_known(kept: &mut Option<Box<Failure>>, failure: Box<Failure>) {
+    keep_known_preferring(kept, failure, asked);
+}
+
+/// [`keep_known`], with `wanted` telling the findings asked for.
+pub fn keep_known_preferring(
+    kept: &mut Option<Box<Failure>>,
+    failure: Box<Failure>,
+    wanted: impl Fn(Finding) -> bool,
+) {
+    let wanted = |f: &Failure| Finding::of(f).is_some_and(&wanted);
+    match kept {
+        Some(first) if wanted(first) || !wanted(&failure) => {}
+        _ => *kept = Some(failure),
+    }
 }
 
 /// Whether a fuzz target ends the run quietly on `failure`: it is a known

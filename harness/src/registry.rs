@@ -70,11 +70,11 @@ impl Engine {
     }
 
     /// The glue file of `target`, in full: the same for every target but
-    /// the name, a call of `idpool_harness::fuzz` and nothing else. The
-    /// closure's body is a block, the one form every engine's macro takes
-    /// (honggfuzz's takes no other). A target with a
-    /// [`Target::random_tail`] has, in its libFuzzer glue, the custom
-    /// mutator that calls [`crate::mutate::mutate`].
+    /// the name, a call of `idpool_harness::fuzz` and nothing else, but for
+    /// the libFuzzer glue of a target with a [`Target::random_tail`], which
+    /// has the custom mutator too, a call of [`crate::mutate::mutate`] and
+    /// nothing else. The closure's body is a block, the one form every
+    /// engine's macro takes (honggfuzz's takes no other).
     pub fn glue(self, target: &dyn Target) -> String {
         let name = target.name();
         let body = format!("idpool_harness::fuzz(\"{name}\", data);");
@@ -209,7 +209,8 @@ pub trait Target: Sync {
     }
     /// Whether its libFuzzer glue adds the random-tail mutation
     /// ([`crate::mutate`]). Only where the detection benchmark measured it:
-    /// the mutation changes how every bug of the target is found.
+    /// the mutation changes how every bug of the target is found. (An
+    /// op-list target, an [`OpsTarget`], has none.)
     fn random_tail(&self) -> bool {
         false
     }

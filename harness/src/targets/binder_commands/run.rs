@@ -7,7 +7,6 @@ use super::compare::{self, Diff, Kind, Rule};
 use super::oracle::Oracle;
 use super::program::{site_word, CmdProgram, Plan};
 use crate::check::{Check, Checked, Detail, Failure, Flavour, OpKind};
-use crate::history::Finding;
 use crate::Events;
 use idpool::driver::{
     CDriver, Command, FailFirst, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Windows,
@@ -208,35 +207,20 @@ fn failure(
     })
 }
 
-/// The known finding a program met first, or the first one that
-/// `IDPOOL_HISTORY` asks for if it met one later: the failure it becomes
-/// at the end when nothing else failed.
-///
-/// A hunt for one finding must see it wherever it comes: a difference that
-/// does not end the comparison (such as `node-info`, in about one random
-/// program of six) must not hide a later `manager-handle` as the quiet
-/// failure of the whole run.
+/// The known difference a program's run keeps (the first one met, or a
+/// later one that `IDPOOL_HISTORY` asks for: [`crate::history::keep_known`]):
+/// the failure it becomes at the end when nothing else failed.
 struct Known(Option<Box<Failure>>);
 
 impl Known {
     fn keep(&mut self, f: Box<Failure>) {
-        self.keep_preferring(f, crate::history::asked);
-    }
-
-    /// Keeps `f` if it is the first, or the first that `wanted` says the
-    /// finding of after others that it does not.
-    fn keep_preferring(&mut self, f: Box<Failure>, wanted: impl Fn(Finding) -> bool) {
-        let wanted = |f: &Failure| Finding::of(f).is_some_and(&wanted);
-        match &self.0 {
-            Some(first) if wanted(first) || !wanted(&f) => {}
-            _ => self.0 = Some(f),
-        }
+        crate::history::keep_known(&mut self.0, f);
     }
 }
 
 /// Runs `program` on both drivers, each against its naive model `OC` and
-/// `OR`, and against each other: the first failure, or the first known
-/// difference at the end (see [`crate::history`]), or the events.
+/// `OR`, and against each other: the first failure, or the known
+/// difference kept ([`Known`]) at the end, or the events.
 pub fn run_with<OC: Oracle, OR: Oracle>(program: &CmdProgram) -> Checked<Events> {
     let (events, failure) = run_counting::<OC, OR>(program)?;
     match failure {
@@ -764,6 +748,7 @@ fn state_diff(model: &Snapshot, driver: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::{keep_known_preferring, Finding};
 
     /// The known finding a trace body's run ends with.
     fn known_of(body: &str) -> Box<Failure> {
@@ -774,39 +759,42 @@ mod tests {
         known.expect("a known difference")
     }
 
+    const NODE_INFO: &str = "procs 2
+p0 set-manager
+p0 node-info 0
+";
+    const MANAGER_HANDLE: &str = "procs 2
+p1 set-manager
+p0 send 0 node 1
+p1 acquire 1
+p1 free
+p1 send 1 node 0
+";
+
+    /// The finding kept after meeting these, in this order.
+    fn kept(bodies: &[&str], wanted: fn(Finding) -> bool) -> Option<Finding> {
+        let mut kept = None;
+        for body in bodies {
+            keep_known_preferring(&mut kept, known_of(body), wanted);
+        }
+        kept.as_deref().and_then(Finding::of)
+    }
+
     #[test]
     fn a_hunted_finding_is_kept_over_an_earlier_one() {
-        let node_info = || known_of("procs 2\np0 set-manager\np0 node-info 0\n");
-        let manager_handle = || {
-            known_of("procs 2\np1 set-manager\np0 send 0 node 1\np1 acquire 1\np1 free\np1 send 1 node 0\n")
-        };
-        assert_eq!(Finding::of(&node_info()), Some(Finding::NodeInfo));
-        assert_eq!(Finding::of(&manager_handle()), Some(Finding::ManagerHandle));
-        let hunting = |f: Finding| f == Finding::ManagerHandle;
-
-        // Nothing asked for: the first one met.
-        let mut known = Known(None);
-        known.keep_preferring(node_info(), |_| false);
-        known.keep_preferring(manager_handle(), |_| false);
+        assert_eq!(kept(&[NODE_INFO], |_| false), Some(Finding::NodeInfo));
         assert_eq!(
-            Finding::of(known.0.as_ref().unwrap()),
-            Some(Finding::NodeInfo)
-        );
-
-        // The hunted one, although it came second.
-        let mut known = Known(None);
-        known.keep_preferring(node_info(), hunting);
-        known.keep_preferring(manager_handle(), hunting);
-        assert_eq!(
-            Finding::of(known.0.as_ref().unwrap()),
+            kept(&[MANAGER_HANDLE], |_| false),
             Some(Finding::ManagerHandle)
         );
-
-        // And once met, it stays.
-        known.keep_preferring(node_info(), hunting);
-        assert_eq!(
-            Finding::of(known.0.as_ref().unwrap()),
-            Some(Finding::ManagerHandle)
-        );
+        let hunting = |f| f == Finding::ManagerHandle;
+        // Nothing asked for, or everything: the first one met.
+        let order = [NODE_INFO, MANAGER_HANDLE, NODE_INFO];
+        assert_eq!(kept(&order, |_| false), Some(Finding::NodeInfo));
+        assert_eq!(kept(&order, |_| true), Some(Finding::NodeInfo));
+        // The hunted one, although it came second; once kept, it stays.
+        assert_eq!(kept(&order, hunting), Some(Finding::ManagerHandle));
+        let order = [MANAGER_HANDLE, NODE_INFO];
+        assert_eq!(kept(&order, hunting), Some(Finding::ManagerHandle));
     }
 }

@@ -111,9 +111,10 @@ fn simpler((step, plan): &(Step, Plan)) -> Option<(Step, Plan)> {
 }
 
 /// The next handle the minimiser tries below `h` (above 0): one less up to
-/// the handle map's second word, and above it the next of the far handles
-/// the decoder makes, so that `4294967295` takes a few dozen replays to
-/// shrink rather than one per value.
+/// 65 (just past the handle map's first word, where the decoder's far
+/// handles begin), and above it the next of the decoder's far handles, so
+/// that `4294967295` takes a few dozen replays to shrink rather than one
+/// per value.
 fn smaller_handle(h: u32) -> u32 {
     const FAR: [u32; 4] = [65, 127, 1000, 1 << 31];
     if h <= FAR[0] {
