@@ -480,7 +480,7 @@ fn rust_pair_finding(detail: &Detail, v1: usize, mainline: usize) -> Option<Find
 pub struct Retired {
     sides: Vec<bool>,
     pairs: Vec<bool>,
-    first: Option<Box<Failure>>,
+    kept: Option<Box<Failure>>,
 }
 
 impl Retired {
@@ -489,7 +489,7 @@ impl Retired {
         Retired {
             sides: vec![false; sides],
             pairs: vec![false; pairs],
-            first: None,
+            kept: None,
         }
     }
 
@@ -539,14 +539,13 @@ impl Retired {
     }
 
     fn keep(&mut self, failure: Box<Failure>) {
-        keep_known(&mut self.first, failure);
+        keep_known(&mut self.kept, failure);
     }
 
     /// The run's result once every step passed: the known finding kept
-    /// ([`keep_known`]), if any; otherwise the first known finding
-    /// met, if any.
+    /// ([`keep_known`]) if it met any, `value` otherwise.
     pub fn finish<T>(self, value: T) -> Checked<T> {
-        match self.first {
+        match self.kept {
             Some(failure) => Err(failure),
             None => Ok(value),
         }

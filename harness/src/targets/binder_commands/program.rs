@@ -210,13 +210,17 @@ fn decode_header(b: u8) -> (Version, Version, Vec<u32>) {
     (c, rust, euids)
 }
 
-/// A handle argument: mostly 0 to 7, sometimes one far away.
+/// The far handles a handle argument may take: the handle map's word
+/// boundaries and beyond, in increasing order.
+pub const FAR_HANDLES: [u32; 8] = [8, 63, 64, 65, 127, 1000, 1 << 31, u32::MAX];
+
+/// A handle argument: mostly 0 to 7, sometimes one of [`FAR_HANDLES`].
 fn handle(u: &mut Unstructured) -> arbitrary::Result<u32> {
     let b = u8::arbitrary(u)?;
     Ok(if b < 0xf0 {
         u32::from(b % 8)
     } else {
-        [8, 63, 64, 65, 127, 1000, 1 << 31, u32::MAX][usize::from(b & 7)]
+        FAR_HANDLES[usize::from(b & 7)]
     })
 }
 

@@ -1,7 +1,7 @@
 //! The `binder_commands` target in the registry: its bytes, its trace and
 //! its minimiser.
 
-use super::program::{CmdProgram, Plan};
+use super::program::{CmdProgram, Plan, FAR_HANDLES};
 use super::run::TARGET;
 use crate::check::Checked;
 use crate::history::Finding;
@@ -111,16 +111,19 @@ fn simpler((step, plan): &(Step, Plan)) -> Option<(Step, Plan)> {
 }
 
 /// The next handle the minimiser tries below `h` (above 0): one less up to
-/// 65 (just past the handle map's first word, where the decoder's far
-/// handles begin), and above it the next of the decoder's far handles, so
-/// that `4294967295` takes a few dozen replays to shrink rather than one
-/// per value.
+/// 65 (the handle map's first word and one past it), and above it the next
+/// lower of the decoder's [`FAR_HANDLES`], so that `4294967295` takes a few
+/// dozen replays to shrink rather than one per value.
 fn smaller_handle(h: u32) -> u32 {
-    const FAR: [u32; 4] = [65, 127, 1000, 1 << 31];
-    if h <= FAR[0] {
+    const WALK: u32 = 65;
+    if h <= WALK {
         h - 1
     } else {
-        FAR.into_iter().rev().find(|&f| f < h).unwrap_or(FAR[0])
+        FAR_HANDLES
+            .into_iter()
+            .rev()
+            .find(|&f| f < h)
+            .expect("the far handles start below 65")
     }
 }
 
@@ -237,7 +240,7 @@ fn handle_byte(h: u32) -> Option<u8> {
     if h < 8 {
         return Some(h as u8);
     }
-    [8, 63, 64, 65, 127, 1000, 1 << 31, u32::MAX]
+    FAR_HANDLES
         .iter()
         .position(|&x| x == h)
         .map(|i| 0xf0 | i as u8)
