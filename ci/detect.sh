@@ -180,8 +180,6 @@ if [ "$from_runs" -eq 1 ]; then
     exit 0
 fi
 
-# The kernel's header, fetched into this tree, serves every tree and copy.
-share_kernel_header
 
 # Each tree's registry (its targets' hunt_max_len, sanitizer, hunts),
 # read by `hunt` through TARGETS_JSON.

@@ -459,16 +459,26 @@ hunt_finding() {
 }
 
 # For scripts that build other trees (a baseline's worktree, planted
-# copies): the kernel header this tree fetched (ci/kernel-source.sh) serves
-# them too, through KERNEL_TREE, unless the caller set one.
-share_kernel_header() {
-    if [ -z "${KERNEL_TREE:-}" ] && [ -f "$ROOT/.cache/kernel/drivers/android/dbitmap.h" ]; then
-        export KERNEL_TREE="$ROOT/.cache/kernel"
-    fi
+# copies): the kernel sources this tree fetched (ci/kernel-source.sh:
+# .cache/kernel/ for the 6.12 header, .cache/kernel-<release>/ for
+# mainline's header and its Rust `IdPool`) serve them too:
+# `share_kernel_cache TREE` links each one TREE lacks into TREE/.cache/.
+# (Not through KERNEL_TREE: that names one whole kernel tree, and the 6.12
+# cache holds the header alone, so kernel_idpool would be unavailable.)
+share_kernel_cache() {
+    local dir name
+    for dir in "$ROOT"/.cache/kernel "$ROOT"/.cache/kernel-*; do
+        [ -d "$dir" ] || continue
+        name=$(basename "$dir")
+        if [ ! -e "$1/.cache/$name" ]; then
+            mkdir -p "$1/.cache" && ln -s "$dir" "$1/.cache/$name"
+        fi
+    done
 }
 
 # `baseline_worktree REV WORK`: prints the path of a detached worktree of
-# revision REV under WORK (baseline-<12 hex>), checked out once and reused.
+# revision REV under WORK (baseline-<12 hex>), checked out once and reused,
+# with this tree's kernel caches (share_kernel_cache).
 baseline_worktree() {
     local rev base
     rev=$(git -C "$ROOT" rev-parse --verify --quiet "$1^{commit}") || die "--baseline: no such revision '$1'"
@@ -477,6 +487,7 @@ baseline_worktree() {
         step "checking out $1 (${rev:0:12}) in $base"
         git -C "$ROOT" worktree add --detach -f "$base" "$rev" >/dev/null
     fi
+    share_kernel_cache "$base"
     echo "$base"
 }
 

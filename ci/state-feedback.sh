@@ -72,8 +72,6 @@ else
     flags_of=([with]="" [without]=--no-default-features)
     labels=("with the feedback" "without")
 fi
-# The kernel's header, fetched into this tree, serves both trees.
-share_kernel_header
 for v in "${variants[@]}"; do
     step "building the $v variant (${tree_of[$v]})"
     # shellcheck disable=SC2086 # no flag, or one
