@@ -186,7 +186,8 @@ fi
 declare -A registry hunts_of available
 for tree in "${trees[@]}"; do
     step "reading the $tree tree's registry"
-    registry[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets -- --json --all)
+    registry[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets -- --json --all) ||
+        die "the $tree tree (${src[$tree]}) cannot list its targets as JSON (\`targets --json --all\`): a tree older than the benchmark cannot be its baseline"
     hunts_of[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets -- --findings --json)
     available[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets 2>/dev/null)
 done
