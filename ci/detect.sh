@@ -27,7 +27,8 @@
 #                   with the same --seeds, --budget and --baseline
 #   NAME...         only these planted bugs (spec names, e.g. c3 or
 #                   c3-stale-shrink-committed) and findings (e.g.
-#                   collision, or collision/handle_table for one target)
+#                   collision); NAME/TARGET for one of its targets (e.g.
+#                   01/handle_table, collision/handle_table)
 #
 # The goals: a median under 10 s and a worst seed under 60 s for every bug
 # on every target named for it. The runs are the hunts of
@@ -193,13 +194,16 @@ for tree in "${trees[@]}"; do
 done
 TARGETS_JSON=${registry[current]}
 
-# Whether NAME... selects planted bug $1 (a spec name, or its prefix
-# before the first dash) or finding $1 on target $2.
+# Whether NAME... selects planted bug or finding $1 (a planted bug also
+# by its prefix before the first dash) on target $2, or on any target
+# when $2 is not given.
 selected() {
     [ ${#names[@]} -eq 0 ] && return 0
-    local n
+    local n bug
     for n in "${names[@]}"; do
-        [ "$n" = "$1" ] || [ "$n" = "${1%%-*}" ] || [ "$n" = "$1/${2:-}" ] && return 0
+        bug=${n%%/*}
+        [ "$bug" = "$1" ] || [ "$bug" = "${1%%-*}" ] || continue
+        [ "$n" = "$bug" ] || [ -z "${2:-}" ] || [ "${n#*/}" = "$2" ] && return 0
     done
     return 1
 }
@@ -260,7 +264,10 @@ if [[ " $kinds " == *" planted "* ]]; then
         name=$(basename "$spec" .mutant)
         selected "$name" || continue
         step "$name: $(head -n 1 "$spec")"
-        targets=$(plant --targets "$spec" | tr '\n' ' ')
+        targets=""
+        for target in $(plant --targets "$spec"); do
+            selected "$name" "$target" && targets+="$target "
+        done
         declare -A ready=() triage_of=()
         for tree in "${trees[@]}"; do
             planted="$work/$tree-planted"
