@@ -9,6 +9,7 @@
 //! triage promote <file> --name N          minimise into corpus/regressions/<target>/N.trace
 //! triage report <dir>                     groups, sizes and minimised lengths, as Markdown
 //! triage states --target T <dir>...       distinct abstract states a corpus reaches, over time
+//! triage sample --target T --seconds S    distinct abstract states random inputs reach, over time
 //! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
 //! ```
 //!
@@ -154,6 +155,24 @@ enum Command {
         #[arg(long)]
         since: Option<u64>,
     },
+    /// Count the distinct abstract states uniformly random inputs reach: a yardstick for a fuzzer's states per CPU-minute.
+    Sample {
+        /// The target to run them on.
+        #[arg(long)]
+        target: String,
+        /// Run inputs for this many seconds (on one core).
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Or run this many inputs (the default: 100000).
+        #[arg(long)]
+        inputs: Option<usize>,
+        /// The longest input, in bytes; lengths are uniform from 1 (default: the target's hunt_max_len).
+        #[arg(long)]
+        max_len: Option<usize>,
+        /// Which random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {
         /// A findings directory (searched recursively).
@@ -221,6 +240,13 @@ fn main() -> ExitCode {
             dirs,
             since,
         } => states::command(&target, &dirs, since, json),
+        Command::Sample {
+            target,
+            seconds,
+            inputs,
+            max_len,
+            seed,
+        } => states::sample_command(&target, seconds, inputs, max_len, seed, json),
     };
     result.unwrap_or_else(|e| {
         eprintln!("triage: {e}");

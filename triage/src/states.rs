@@ -9,6 +9,7 @@ use idpool_harness::feedback;
 use idpool_harness::files;
 use idpool_harness::json::Json;
 use idpool_harness::registry::Target;
+use idpool_harness::seeds;
 use idpool_harness::targets;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -80,10 +81,63 @@ pub fn growth(
     })
 }
 
+/// Uniformly random inputs, as a yardstick for a fuzzer's states: input
+/// `i` is `seeds::bytes` of `(seed, i)`, its length drawn uniformly from
+/// 1 to `max_len`. Runs inputs until `more(inputs run so far)` says no,
+/// and counts the distinct states they reach, with one point per second
+/// since the start.
+///
+/// # Panics
+///
+/// When `max_len` is 0.
+pub fn sample(
+    target: &'static dyn Target,
+    max_len: usize,
+    seed: u64,
+    mut more: impl FnMut(usize) -> bool,
+) -> Growth {
+    assert!(max_len > 0, "a random input has at least one byte");
+    let start = std::time::Instant::now();
+    let mut seen = BTreeSet::new();
+    let mut points: Vec<(f64, usize)> = Vec::new();
+    let (mut inputs, mut failing) = (0, 0);
+    while more(inputs) {
+        let mut data = seeds::bytes(seed << 32 | inputs as u64, max_len + 2);
+        let len = 1 + usize::from(u16::from_le_bytes([data[0], data[1]])) * max_len / 65_536;
+        data.drain(..2);
+        data.truncate(len);
+        let (result, states) = feedback::record(|| check::catching(|| target.run(&data)));
+        failing += usize::from(result.is_err());
+        inputs += 1;
+        seen.extend(states);
+        let second = start.elapsed().as_secs_f64().floor();
+        match points.last_mut() {
+            Some(last) if last.0 == second => last.1 = seen.len(),
+            _ => points.push((second, seen.len())),
+        }
+    }
+    Growth {
+        points,
+        inputs,
+        failing,
+    }
+}
+
 fn is_hidden(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with('.'))
+}
+
+/// The target called `name`, if it has a corpus (the targets whose
+/// states count).
+fn corpus_target(name: &str) -> Result<&'static dyn Target, String> {
+    targets::target(name)
+        .filter(|t| t.has_corpus())
+        .ok_or_else(|| {
+            let known = targets::traceable_names();
+            format!("unknown target {name:?} (known: {known})")
+        })
 }
 
 /// `triage states`: the growth of the distinct states `dirs` reach on
@@ -97,12 +151,7 @@ pub fn command(
     since: Option<u64>,
     json: bool,
 ) -> Result<ExitCode, String> {
-    let target = targets::target(target)
-        .filter(|t| t.has_corpus())
-        .ok_or_else(|| {
-            let known = targets::traceable_names();
-            format!("unknown target {target:?} (known: {known})")
-        })?;
+    let target = corpus_target(target)?;
     let from = since.map_or(UNIX_EPOCH, |secs| UNIX_EPOCH + Duration::from_secs(secs));
     let growth = growth(target, dirs, from)?;
     // Without --since, times count from the oldest file.
@@ -110,6 +159,49 @@ pub fn command(
         None => growth.points.first().map_or(0.0, |p| p.0),
         Some(_) => 0.0,
     };
+    print(target, &growth, origin, "", json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `triage sample`: the states uniformly random inputs of 1 to `max_len`
+/// bytes (default the target's `hunt_max_len`) reach on `target` in
+/// `seconds` on one core, or in `inputs` inputs; printed as by `triage
+/// states`.
+pub fn sample_command(
+    target: &str,
+    seconds: Option<f64>,
+    inputs: Option<usize>,
+    max_len: Option<usize>,
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode, String> {
+    let target = corpus_target(target)?;
+    let max_len = max_len.unwrap_or_else(|| target.hunt_max_len());
+    if max_len == 0 {
+        return Err("--max-len must be at least 1".into());
+    }
+    let growth = match (seconds, inputs) {
+        (Some(_), Some(_)) => return Err("give --seconds or --inputs, not both".into()),
+        (Some(s), None) if !(s.is_finite() && s > 0.0) => {
+            return Err(format!("--seconds must be a positive number, not {s}"))
+        }
+        (Some(s), None) => {
+            let start = std::time::Instant::now();
+            sample(target, max_len, seed, |_| start.elapsed().as_secs_f64() < s)
+        }
+        (None, n) => {
+            let n = n.unwrap_or(100_000);
+            sample(target, max_len, seed, |done| done < n)
+        }
+    };
+    let how = format!(" (uniformly random, 1 to {max_len} bytes, seed {seed})");
+    print(target, &growth, 0.0, &how, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a growth as `triage states` does: points from `origin`, and the
+/// total; `how` follows "inputs" in the prose.
+fn print(target: &dyn Target, growth: &Growth, origin: f64, how: &str, json: bool) {
     let total = growth.points.last().map_or(0, |p| p.1);
     if json {
         let points = growth
@@ -124,16 +216,15 @@ pub fn command(
             ("points", Json::Arr(points.collect())),
         ]);
         println!("{value}");
-        return Ok(ExitCode::SUCCESS);
+        return;
     }
     for (secs, count) in &growth.points {
         println!("{} states: {count}", secs - origin);
     }
     eprintln!(
-        "{}: {total} distinct abstract states from {} inputs ({} of them end in a failure, known upstream findings included)",
+        "{}: {total} distinct abstract states from {} inputs{how} ({} of them end in a failure, known upstream findings included)",
         target.name(),
         growth.inputs,
         growth.failing
     );
-    Ok(ExitCode::SUCCESS)
 }

@@ -341,6 +341,73 @@ fn states_bad_input_gets_one_line_and_exit_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+// `triage sample`: the states uniformly random inputs reach.
+
+/// `triage --json sample ARGS...`'s inputs and states.
+fn sampled(args: &[&str]) -> (usize, usize) {
+    let mut all = vec!["--json", "sample", "--target", "pool_ops"];
+    all.extend_from_slice(args);
+    let (code, out, err) = triage(&all);
+    assert_eq!(code, 0, "{err}");
+    let field = |name: &str| -> usize {
+        let at = out.find(&format!("\"{name}\":")).expect(name) + name.len() + 3;
+        out[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (field("inputs"), field("states"))
+}
+
+#[test]
+fn sample_is_repeatable_and_more_inputs_reach_more_states() {
+    let (inputs, few) = sampled(&["--inputs", "1"]);
+    assert_eq!(inputs, 1);
+    let (inputs, many) = sampled(&["--inputs", "2000", "--seed", "7"]);
+    assert_eq!(inputs, 2000);
+    assert!(
+        many > few,
+        "2000 random inputs reach more than one: {many} vs {few}"
+    );
+    assert_eq!(
+        sampled(&["--inputs", "2000", "--seed", "7"]).1,
+        many,
+        "the same seed, the same inputs"
+    );
+    // One-byte inputs are at most 256 programs of one step each.
+    let (_, short) = sampled(&["--inputs", "2000", "--seed", "7", "--max-len", "1"]);
+    assert!(
+        short < many,
+        "{short} states from one-byte inputs, {many} from longer ones"
+    );
+    let (inputs, _) = sampled(&["--seconds", "0.2"]);
+    assert!(inputs > 0);
+}
+
+#[test]
+fn sample_bad_input_gets_one_line_and_exit_2() {
+    for args in [
+        &["sample", "--target", "nope"][..],
+        &["sample", "--target", "pool_ops", "--seconds", "0"],
+        &[
+            "sample",
+            "--target",
+            "pool_ops",
+            "--seconds",
+            "1",
+            "--inputs",
+            "5",
+        ],
+        &["sample", "--target", "pool_ops", "--max-len", "0"],
+    ] {
+        let (code, _, err) = triage(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
 /// A June 2024 table beside a v3 one: v3 shrinks at a quarter, June 2024
 /// does not (the v3 threshold finding).
 const FAILING: &str = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversus c-2024-06\n\
