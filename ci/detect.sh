@@ -27,8 +27,11 @@
 #                   with the same --seeds, --budget and --baseline
 #   NAME...         only these planted bugs (spec names, e.g. c3 or
 #                   c3-stale-shrink-committed) and findings (e.g.
-#                   collision); NAME/TARGET for one of its targets (e.g.
-#                   01/handle_table, collision/handle_table)
+#                   collision), each also by its prefix before the first
+#                   dash (v3: v3-threshold and v3-zero); NAME/TARGET for
+#                   one of its targets (e.g. 01/handle_table,
+#                   collision/handle_table). A NAME that selects nothing
+#                   is refused.
 #
 # The goals: a median under 10 s and a worst seed under 60 s for every bug
 # on every target named for it. The runs are the hunts of
@@ -188,15 +191,26 @@ declare -A registry hunts_of available
 for tree in "${trees[@]}"; do
     step "reading the $tree tree's registry"
     registry[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets -- --json --all) ||
-        die "the $tree tree (${src[$tree]}) cannot list its targets as JSON (\`targets --json --all\`): a tree older than the benchmark cannot be its baseline"
+        die "the $tree tree (${src[$tree]}) did not list its targets as JSON (\`targets --json --all\`): it does not build (the lines above say why), or it predates that flag (older than a3f41e4)"
     hunts_of[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets -- --findings --json)
     available[$tree]=$(cd "${src[$tree]}" && cargo run -q --release -p idpool-harness --bin targets 2>/dev/null)
 done
 TARGETS_JSON=${registry[current]}
 
-# Whether NAME... selects planted bug or finding $1 (a planted bug also
-# by its prefix before the first dash) on target $2, or on any target
-# when $2 is not given.
+# Every NAME must select something: a planted bug or a finding.
+known=$( { for spec in "$ROOT"/ci/mutants/*.mutant; do basename "$spec" .mutant; done
+    jq -r '.[].finding' <<<"${hunts_of[current]}"; } | sort -u)
+for n in "${names[@]}"; do
+    bug=${n%%/*}
+    while read -r k; do
+        [ "$k" = "$bug" ] || [ "${k%%-*}" = "$bug" ] && continue 2
+    done <<<"$known"
+    die "no planted bug or finding called '$bug' (planted: ci/mutants/*.mutant; findings: \`targets --findings\`)"
+done
+
+# Whether NAME... selects planted bug or finding $1 (also by its prefix
+# before the first dash: `v3` is v3-threshold and v3-zero) on target $2,
+# or on any target when $2 is not given.
 selected() {
     [ ${#names[@]} -eq 0 ] && return 0
     local n bug
@@ -265,9 +279,11 @@ if [[ " $kinds " == *" planted "* ]]; then
         selected "$name" || continue
         step "$name: $(head -n 1 "$spec")"
         targets=""
-        for target in $(plant --targets "$spec"); do
+        all=$(plant --targets "$spec") || die "$spec: cannot read its targets"
+        for target in $all; do
             selected "$name" "$target" && targets+="$target "
         done
+        [ -n "$targets" ] || continue
         declare -A ready=() triage_of=()
         for tree in "${trees[@]}"; do
             planted="$work/$tree-planted"

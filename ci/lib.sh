@@ -465,14 +465,21 @@ hunt_finding() {
 # `share_kernel_cache TREE` links each one TREE lacks into TREE/.cache/.
 # (Not through KERNEL_TREE: that names one whole kernel tree, and the 6.12
 # cache holds the header alone, so kernel_idpool would be unavailable.)
+# A link is made or renewed where TREE has none, a link, or the empty
+# directory its build scripts create; a cache TREE filled itself is kept.
+# The other tree's build scripts check these files against their own
+# pinned hashes: a tree older than a kernel package update this tree
+# fetched fails to build with them.
 share_kernel_cache() {
-    local dir name
+    local dir name at
     for dir in "$ROOT"/.cache/kernel "$ROOT"/.cache/kernel-*; do
         [ -d "$dir" ] || continue
         name=$(basename "$dir")
-        if [ ! -e "$1/.cache/$name" ]; then
-            mkdir -p "$1/.cache" && ln -s "$dir" "$1/.cache/$name"
+        at="$1/.cache/$name"
+        if [ -d "$at" ] && [ ! -L "$at" ]; then
+            rmdir "$at" 2>/dev/null || continue
         fi
+        mkdir -p "$1/.cache" && ln -sfn "$(readlink -f "$dir")" "$at"
     done
 }
 

@@ -171,7 +171,7 @@ enum Command {
         max_len: Option<usize>,
         /// Which random inputs.
         #[arg(long, default_value_t = 1)]
-        seed: u64,
+        seed: u32,
     },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {

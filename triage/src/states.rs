@@ -81,31 +81,50 @@ pub fn growth(
     })
 }
 
-/// Uniformly random inputs, as a yardstick for a fuzzer's states: input
-/// `i` is `seeds::bytes` of `(seed, i)`, its length drawn uniformly from
-/// 1 to `max_len`. Runs inputs until `more(inputs run so far)` says no,
-/// and counts the distinct states they reach, with one point per second
-/// since the start.
+/// The longest random input [`sample`] makes.
+pub const SAMPLE_MAX_LEN: usize = 1 << 20;
+
+/// Random input `i` of `seed`: the bytes of `seeds::bytes(seed << 32 | i)`
+/// after the first two, which draw its length uniformly from 1 to
+/// `max_len` (within 0.2% for a `max_len` that does not divide 65,536).
 ///
 /// # Panics
 ///
-/// When `max_len` is 0.
+/// When `max_len` is 0 or above [`SAMPLE_MAX_LEN`], or `i` is 2^32 or more.
+pub fn random_input(seed: u32, i: usize, max_len: usize) -> Vec<u8> {
+    assert!(
+        (1..=SAMPLE_MAX_LEN).contains(&max_len),
+        "a random input has 1 to {SAMPLE_MAX_LEN} bytes, not {max_len}"
+    );
+    let i = u32::try_from(i).expect("at most 2^32 inputs per seed");
+    let mut data = seeds::bytes(u64::from(seed) << 32 | u64::from(i), max_len + 2);
+    let len = 1 + usize::from(u16::from_le_bytes([data[0], data[1]])) * max_len / 65_536;
+    data.drain(..2);
+    data.truncate(len);
+    data
+}
+
+/// Uniformly random inputs, as a yardstick for a fuzzer's states:
+/// [`random_input`] 0, 1, 2, ... of `seed`, run until `more(inputs run so
+/// far)` says no. Counts the distinct states they reach (every input
+/// run's, where a fuzzer's corpus has those of the inputs it kept), with
+/// one point per second since the start.
+///
+/// # Panics
+///
+/// As [`random_input`].
 pub fn sample(
     target: &'static dyn Target,
     max_len: usize,
-    seed: u64,
+    seed: u32,
     mut more: impl FnMut(usize) -> bool,
 ) -> Growth {
-    assert!(max_len > 0, "a random input has at least one byte");
     let start = std::time::Instant::now();
     let mut seen = BTreeSet::new();
     let mut points: Vec<(f64, usize)> = Vec::new();
     let (mut inputs, mut failing) = (0, 0);
     while more(inputs) {
-        let mut data = seeds::bytes(seed << 32 | inputs as u64, max_len + 2);
-        let len = 1 + usize::from(u16::from_le_bytes([data[0], data[1]])) * max_len / 65_536;
-        data.drain(..2);
-        data.truncate(len);
+        let data = random_input(seed, inputs, max_len);
         let (result, states) = feedback::record(|| check::catching(|| target.run(&data)));
         failing += usize::from(result.is_err());
         inputs += 1;
@@ -172,13 +191,15 @@ pub fn sample_command(
     seconds: Option<f64>,
     inputs: Option<usize>,
     max_len: Option<usize>,
-    seed: u64,
+    seed: u32,
     json: bool,
 ) -> Result<ExitCode, String> {
     let target = corpus_target(target)?;
     let max_len = max_len.unwrap_or_else(|| target.hunt_max_len());
-    if max_len == 0 {
-        return Err("--max-len must be at least 1".into());
+    if !(1..=SAMPLE_MAX_LEN).contains(&max_len) {
+        return Err(format!(
+            "--max-len must be 1 to {SAMPLE_MAX_LEN}, not {max_len}"
+        ));
     }
     let growth = match (seconds, inputs) {
         (Some(_), Some(_)) => return Err("give --seconds or --inputs, not both".into()),
@@ -189,6 +210,7 @@ pub fn sample_command(
             let start = std::time::Instant::now();
             sample(target, max_len, seed, |_| start.elapsed().as_secs_f64() < s)
         }
+        (None, Some(0)) => return Err("--inputs must be at least 1".into()),
         (None, n) => {
             let n = n.unwrap_or(100_000);
             sample(target, max_len, seed, |done| done < n)
@@ -227,4 +249,32 @@ fn print(target: &dyn Target, growth: &Growth, origin: f64, how: &str, json: boo
         growth.inputs,
         growth.failing
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_inputs_have_every_length_and_differ() {
+        for max_len in [1, 2, 3, 96, 256] {
+            let mut lengths = BTreeSet::new();
+            for i in 0..4000 {
+                lengths.insert(random_input(1, i, max_len).len());
+            }
+            assert_eq!(
+                lengths,
+                (1..=max_len).collect::<BTreeSet<_>>(),
+                "max_len {max_len}"
+            );
+        }
+        let inputs: BTreeSet<Vec<u8>> = (0..1000).map(|i| random_input(1, i, 256)).collect();
+        assert!(
+            inputs.len() > 990,
+            "inputs differ from one index to the next"
+        );
+        let other: BTreeSet<Vec<u8>> = (0..1000).map(|i| random_input(2, i, 256)).collect();
+        assert!(inputs.intersection(&other).count() < 10, "seeds differ");
+        assert_eq!(random_input(3, 7, 256), random_input(3, 7, 256));
+    }
 }

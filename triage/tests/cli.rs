@@ -401,11 +401,16 @@ fn sample_bad_input_gets_one_line_and_exit_2() {
             "5",
         ],
         &["sample", "--target", "pool_ops", "--max-len", "0"],
+        &["sample", "--target", "pool_ops", "--max-len", "99999999999"],
+        &["sample", "--target", "pool_ops", "--inputs", "0"],
     ] {
         let (code, _, err) = triage(args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
+    // clap's own refusal (a seed beyond 32 bits) exits 2 too.
+    let (code, _, err) = triage(&["sample", "--target", "pool_ops", "--seed", "4294967296"]);
+    assert_eq!(code, 2, "{err}");
 }
 
 /// A June 2024 table beside a v3 one: v3 shrinks at a quarter, June 2024
