@@ -184,7 +184,6 @@ if [ "$from_runs" -eq 1 ]; then
     exit 0
 fi
 
-
 # Each tree's registry (its targets' hunt_max_len, sanitizer, hunts),
 # read by `hunt` through TARGETS_JSON.
 declare -A registry hunts_of available
@@ -197,30 +196,33 @@ for tree in "${trees[@]}"; do
 done
 TARGETS_JSON=${registry[current]}
 
-# Every NAME must select something: a planted bug or a finding.
-known=$( { for spec in "$ROOT"/ci/mutants/*.mutant; do basename "$spec" .mutant; done
-    jq -r '.[].finding' <<<"${hunts_of[current]}"; } | sort -u)
-for n in "${names[@]}"; do
-    bug=${n%%/*}
-    while read -r k; do
-        [ "$k" = "$bug" ] || [ "${k%%-*}" = "$bug" ] && continue 2
-    done <<<"$known"
-    die "no planted bug or finding called '$bug' (planted: ci/mutants/*.mutant; findings: \`targets --findings\`)"
-done
+# Whether the bug part of a NAME ($1) names planted bug or finding $2:
+# the whole name, or its prefix before the first dash (`v3` is
+# v3-threshold and v3-zero).
+names_bug() { [ "$1" = "$2" ] || [ "$1" = "${2%%-*}" ]; }
 
-# Whether NAME... selects planted bug or finding $1 (also by its prefix
-# before the first dash: `v3` is v3-threshold and v3-zero) on target $2,
-# or on any target when $2 is not given.
+# Whether NAME... selects planted bug or finding $1 on target $2, or on
+# any target when $2 is not given.
 selected() {
     [ ${#names[@]} -eq 0 ] && return 0
     local n bug
     for n in "${names[@]}"; do
         bug=${n%%/*}
-        [ "$bug" = "$1" ] || [ "$bug" = "${1%%-*}" ] || continue
+        names_bug "$bug" "$1" || continue
         [ "$n" = "$bug" ] || [ -z "${2:-}" ] || [ "${n#*/}" = "$2" ] && return 0
     done
     return 1
 }
+
+# Every NAME must select something: a planted bug or a finding.
+known=$( { for spec in "$ROOT"/ci/mutants/*.mutant; do basename "$spec" .mutant; done
+    jq -r '.[].finding' <<<"${hunts_of[current]}"; } | sort -u)
+for n in "${names[@]}"; do
+    while read -r k; do
+        names_bug "${n%%/*}" "$k" && continue 2
+    done <<<"$known"
+    die "no planted bug or finding called '${n%%/*}' (planted: ci/mutants/*.mutant; findings: \`targets --findings\`)"
+done
 
 # One run's line in runs.tsv: kind, bug, target, tree, seed, seconds (or
 # miss, or what ended the run), executions, minimised operations.

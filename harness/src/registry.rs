@@ -204,6 +204,8 @@ pub trait Target: Sync {
     /// The longest input a hunt from an empty corpus tries
     /// (`ci/history.sh`, `ci/mutants/run.sh`: libFuzzer's `-max_len`):
     /// long enough for a header and the few operations that show a bug.
+    /// Also the longest random tail ([`crate::mutate`]) and the default
+    /// length of `triage sample`'s random inputs.
     fn hunt_max_len(&self) -> usize {
         256
     }

@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The growth of the distinct states: (seconds since `since`, states so
 /// far), one point per second at which the count changed, plus the final
 /// count at the last file's time. Files older than `since` count at 0 s.
+#[derive(Default)]
 pub struct Growth {
     /// The points, in time order.
     pub points: Vec<(f64, usize)>,
@@ -26,6 +27,30 @@ pub struct Growth {
     pub inputs: usize,
     /// Inputs that failed a check (they still count their states).
     pub failing: usize,
+}
+
+/// A [`Growth`] being counted: the states seen so far.
+#[derive(Default)]
+struct Counting {
+    seen: BTreeSet<u64>,
+    growth: Growth,
+}
+
+impl Counting {
+    /// Runs `data` on `target` with the state recorder on, as an input
+    /// written (or run) `secs` seconds from the start.
+    fn run(&mut self, target: &dyn Target, data: &[u8], secs: f64) {
+        let (result, states) = feedback::record(|| check::catching(|| target.run(data)));
+        let growth = &mut self.growth;
+        growth.inputs += 1;
+        growth.failing += usize::from(result.is_err());
+        self.seen.extend(states);
+        let (second, count) = (secs.floor(), self.seen.len());
+        match growth.points.last_mut() {
+            Some(last) if last.0 == second => last.1 = count,
+            _ => growth.points.push((second, count)),
+        }
+    }
 }
 
 /// Replays every file under `dirs` on `target`, oldest first.
@@ -60,25 +85,12 @@ pub fn growth(
         ));
     }
     inputs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let mut seen = BTreeSet::new();
-    let mut points: Vec<(f64, usize)> = Vec::new();
-    let mut failing = 0;
+    let mut counting = Counting::default();
     for (secs, path) in &inputs {
         let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (result, states) = feedback::record(|| check::catching(|| target.run(&data)));
-        failing += usize::from(result.is_err());
-        seen.extend(states);
-        let second = secs.floor();
-        match points.last_mut() {
-            Some(last) if last.0 == second => last.1 = seen.len(),
-            _ => points.push((second, seen.len())),
-        }
+        counting.run(target, &data, *secs);
     }
-    Ok(Growth {
-        points,
-        inputs: inputs.len(),
-        failing,
-    })
+    Ok(counting.growth)
 }
 
 /// The longest random input [`sample`] makes.
@@ -120,26 +132,12 @@ pub fn sample(
     mut more: impl FnMut(usize) -> bool,
 ) -> Growth {
     let start = std::time::Instant::now();
-    let mut seen = BTreeSet::new();
-    let mut points: Vec<(f64, usize)> = Vec::new();
-    let (mut inputs, mut failing) = (0, 0);
-    while more(inputs) {
-        let data = random_input(seed, inputs, max_len);
-        let (result, states) = feedback::record(|| check::catching(|| target.run(&data)));
-        failing += usize::from(result.is_err());
-        inputs += 1;
-        seen.extend(states);
-        let second = start.elapsed().as_secs_f64().floor();
-        match points.last_mut() {
-            Some(last) if last.0 == second => last.1 = seen.len(),
-            _ => points.push((second, seen.len())),
-        }
+    let mut counting = Counting::default();
+    while more(counting.growth.inputs) {
+        let data = random_input(seed, counting.growth.inputs, max_len);
+        counting.run(target, &data, start.elapsed().as_secs_f64());
     }
-    Growth {
-        points,
-        inputs,
-        failing,
-    }
+    counting.growth
 }
 
 fn is_hidden(path: &Path) -> bool {

@@ -197,10 +197,9 @@ impl Target for TableTarget {
     fn hunts(&self) -> &'static [Finding] {
         &Finding::ALLOCATOR
     }
-    /// Its findings and planted bugs are found as soon or sooner with
-    /// random tails, beside the tree without (all but the collision, 0.5
-    /// against 0.4 s, within an A/A run's spread), and its corpus reaches
-    /// five to six times the abstract states in a minute
+    /// Measured beside the tree without: its planted bugs and findings
+    /// found as soon or sooner (the collision within an A/A run's spread),
+    /// and several times the abstract states a minute
     /// (docs/results/2026-12-03-detection-15.md,
     /// docs/results/2026-12-03-state-feedback-3.md).
     fn random_tail(&self) -> bool {
