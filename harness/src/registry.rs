@@ -214,7 +214,7 @@ pub trait Target: Sync {
     /// the mutation changes how every bug of the target is found. (An
     /// op-list target, an [`OpsTarget`], has none.)
     fn random_tail(&self) -> bool {
-        false
+        true
     }
     /// The known upstream findings it is expected to rediscover from an
     /// empty corpus (`ci/history.sh` hunts each with it).
