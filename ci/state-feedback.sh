@@ -83,11 +83,12 @@ done
 
 # One run: prints its states, edges and executions.
 run() {
-    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=()
+    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() max_len
+    max_len=$(target_field "$t" hunt_max_len)
     mkdir -p "$dir/corpus"
     [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
     "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
-        -max_total_time="$seconds" "${LIBFUZZER_FLAGS[@]}" \
+        -max_total_time="$seconds" -len_control=0 -max_len="$max_len" "${LIBFUZZER_FLAGS[@]}" \
         -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
     printf '%s %s %s\n' \
         "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \
@@ -129,7 +130,8 @@ page=$(result_page state-feedback)
 {
     page_head "Distinct abstract states per CPU-minute" ci/state-feedback.sh "${given_args[@]}"
     echo "Each run: one core, ${seconds} s from an empty corpus, libFuzzer seeds ${seeds}"
-    echo "(\`LIBFUZZER_FLAGS\` of ci/lib.sh and the target's dictionary); the states"
+    echo "(\`LIBFUZZER_FLAGS\` of ci/lib.sh, the target's dictionary, and inputs of up to"
+    echo "its \`hunt_max_len\` from the start, -len_control=0, as a hunt runs); the states"
     echo "its corpus reached, counted by this tree's \`triage states\`. Per CPU-minute:"
     echo "the median over the seeds of states x 60 / ${seconds}."
     echo
