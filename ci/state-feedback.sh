@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Distinct abstract states per CPU-minute: fuzzes each target from an empty
-# corpus with libFuzzer on one core, with the same seeds, in two variants,
+# corpus with libFuzzer on one core, as a hunt does (inputs of up to the
+# target's hunt_max_len from the start, -len_control=0; ci/lib.sh: hunt),
+# with the same seeds, in two variants,
 # counts the distinct abstract states each run's corpus reached (`triage
 # states`, exact and engine-independent) and prints a table.
 #

@@ -33,10 +33,14 @@ use std::collections::BTreeSet;
 
 /// How many distinct feedback functions the states are hashed to.
 ///
-/// Fewer than the states a minute of `handle_table` reaches, so states
-/// share slots. 16,384 were measured side by side with this and not kept:
-/// more states per CPU-minute, but a planted bug found more slowly
-/// (docs/results/2026-12-03-feedback-experiments.md).
+/// More than a minute of most targets reaches, so that a new state mostly
+/// gets a new slot and libFuzzer keeps the input that reached it (with
+/// 1,024, a few thousand states mostly shared one). 1,024 were kept
+/// before, when 16,384 once found a planted bug more slowly
+/// (docs/results/2026-12-03-feedback-experiments.md); measured again with
+/// the random tail on every target, over every planted bug and finding,
+/// 3 seeds (docs/results/2026-12-04-detection.md), and for the states
+/// (docs/results/2026-12-04-state-feedback.md).
 pub const SLOTS: usize = 16384;
 
 /// An abstract state: components packed in mixed radix, each below its

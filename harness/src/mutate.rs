@@ -12,8 +12,7 @@
 //! more than one input run in four carries a tail, and tails pile up to
 //! the length limit.
 //!
-//! A target opts in with [`crate::registry::Target::random_tail`]; its
-//! libFuzzer glue (`registry::Engine::glue`) then has, beside
+//! Every target's libFuzzer glue (`registry::Engine::glue`) has, beside
 //! `fuzz_target!`:
 //!
 //! ```ignore

@@ -70,28 +70,19 @@ impl Engine {
     }
 
     /// The glue file of `target`, in full: the same for every target but
-    /// the name, a call of `idpool_harness::fuzz` and nothing else, but for
-    /// the libFuzzer glue of a target with a [`Target::random_tail`], which
-    /// has the custom mutator too, a call of [`crate::mutate::mutate`] and
-    /// nothing else. The closure's body is a block, the one form every
-    /// engine's macro takes (honggfuzz's takes no other).
+    /// the name, a call of `idpool_harness::fuzz` and nothing else; the
+    /// libFuzzer glue has the custom mutator too, a call of
+    /// [`crate::mutate::mutate`] and nothing else. The closure's body is a
+    /// block, the one form every engine's macro takes (honggfuzz's takes
+    /// no other).
     pub fn glue(self, target: &dyn Target) -> String {
         let name = target.name();
         let body = format!("idpool_harness::fuzz(\"{name}\", data);");
         match self {
-            Engine::LibFuzzer if target.random_tail() => format!(
-                "{}\nlibfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {{\n    \
-                 idpool_harness::mutate::mutate(\"{name}\", data, size, max_size, seed, libfuzzer_sys::fuzzer_mutate)\n}});\n",
-                self.glue_without_tail(&body)
-            ),
-            _ => self.glue_without_tail(&body),
-        }
-    }
-
-    fn glue_without_tail(self, body: &str) -> String {
-        match self {
             Engine::LibFuzzer => format!(
-                "#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {{\n    {body}\n}});\n"
+                "#![no_main]\n\nlibfuzzer_sys::fuzz_target!(|data: &[u8]| {{\n    {body}\n}});\n\n\
+                 libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {{\n    \
+                 idpool_harness::mutate::mutate(\"{name}\", data, size, max_size, seed, libfuzzer_sys::fuzzer_mutate)\n}});\n"
             ),
             Engine::Afl => {
                 format!(
@@ -208,13 +199,6 @@ pub trait Target: Sync {
     /// length of `triage sample`'s random inputs.
     fn hunt_max_len(&self) -> usize {
         256
-    }
-    /// Whether its libFuzzer glue adds the random-tail mutation
-    /// ([`crate::mutate`]). Only where the detection benchmark measured it:
-    /// the mutation changes how every bug of the target is found. (An
-    /// op-list target, an [`OpsTarget`], has none.)
-    fn random_tail(&self) -> bool {
-        true
     }
     /// The known upstream findings it is expected to rediscover from an
     /// empty corpus (`ci/history.sh` hunts each with it).

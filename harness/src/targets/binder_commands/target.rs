@@ -137,12 +137,6 @@ impl Target for CommandsTarget {
     fn hunt_max_len(&self) -> usize {
         64
     }
-    /// Its findings each need a few particular commands among many (a
-    /// manager, a transaction to it, one back): random tails found them
-    /// 2-8x sooner (docs/results/2026-12-03-detection-6.md).
-    fn random_tail(&self) -> bool {
-        true
-    }
     /// The collision through commands (a manager dies, a new one
     /// registers, the stale descriptor 0 collides), and the differences
     /// between mainline's drivers that a real kernel shows too.

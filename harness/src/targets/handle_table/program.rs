@@ -197,14 +197,6 @@ impl Target for TableTarget {
     fn hunts(&self) -> &'static [Finding] {
         &Finding::ALLOCATOR
     }
-    /// Measured beside the tree without: its planted bugs and findings
-    /// found as soon or sooner (the collision within an A/A run's spread),
-    /// and several times the abstract states a minute
-    /// (docs/results/2026-12-03-detection-15.md,
-    /// docs/results/2026-12-03-state-feedback-3.md).
-    fn random_tail(&self) -> bool {
-        true
-    }
     fn run(&self, data: &[u8]) -> Checked<Events> {
         TableProgram::decode(data).run(self.name)
     }
