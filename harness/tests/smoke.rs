@@ -155,8 +155,8 @@ fn concurrent_resize_runs_every_pool() {
 /// Adding a target is what the README says: every target in the list has
 /// its glue for each engine `Target::engines` names and no other, each glue
 /// file is the same few lines calling `idpool_harness::fuzz` with the
-/// target's name and nothing else (`Engine::glue`; with the random-tail
-/// mutator's few lines for a target that has one), libFuzzer's manifest
+/// target's name and nothing else (`Engine::glue`; libFuzzer's also has
+/// the random-tail mutator's three lines), libFuzzer's manifest
 /// has its `[[bin]]`, and it has its dictionary and (when it has a corpus)
 /// its corpus.
 #[test]
