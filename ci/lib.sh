@@ -345,13 +345,22 @@ run_honggfuzz() {
 # bytes, or fewer for a target whose long inputs are slow. Returns
 # libFuzzer's status (nonzero on a finding).
 hunt() {
-    local tree=$1 t=$2 dir=$3 seed=$4 budget=$5 max_len
+    local tree=$1 t=$2 dir=$3 seed=$4 budget=$5
     shift 5
-    max_len=$(target_field "$t" hunt_max_len)
-    [ -n "$max_len" ] || die "no target '$t' in the registry"
+    hunt_flags "$t"
     mkdir -p "$dir/corpus"
     run_libfuzzer "$tree" "$t" "$dir" "$dir/log" "$dir/corpus" -- \
-        -seed="$seed" -max_total_time="$budget" -len_control=0 -max_len="$max_len" "$@"
+        -seed="$seed" -max_total_time="$budget" "${HUNT_FLAGS[@]}" "$@"
+}
+
+# Sets HUNT_FLAGS to the length flags of a hunt on target $1, as above:
+# -len_control=0 -max_len=N, N its hunt_max_len. Dies on a target the
+# registry lacks.
+hunt_flags() {
+    local max_len
+    max_len=$(target_field "$1" hunt_max_len)
+    [ -n "$max_len" ] || die "no target '$1' in the registry"
+    HUNT_FLAGS=(-len_control=0 -max_len="$max_len")
 }
 
 # The seconds since $1 (a `date +%s.%N`), to a tenth.

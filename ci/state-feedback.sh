@@ -57,7 +57,7 @@ mkdir -p "$work"
 rm -rf "$work/runs"
 "$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 triage=$(triage_bin)
-need_jq
+read_registry
 
 # The variants: a name, the tree it is built from, and its build flags.
 declare -A tree_of flags_of available
@@ -85,12 +85,11 @@ done
 
 # One run: prints its states, edges and executions.
 run() {
-    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() max_len
-    max_len=$(target_field "$t" hunt_max_len)
+    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=()
     mkdir -p "$dir/corpus"
     [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
     "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
-        -max_total_time="$seconds" -len_control=0 -max_len="$max_len" "${LIBFUZZER_FLAGS[@]}" \
+        -max_total_time="$seconds" "${HUNT_FLAGS[@]}" "${LIBFUZZER_FLAGS[@]}" \
         -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
     printf '%s %s %s\n' \
         "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \
@@ -102,6 +101,7 @@ per_minute() { awk -v s="$1" -v t="$seconds" 'BEGIN { if (s ~ /^[0-9]+$/) printf
 
 rows=() summary=()
 for t in "${list[@]}"; do
+    hunt_flags "$t" # this tree's lengths, for both variants
     declare -A rates=()
     for seed in "${seed_list[@]}"; do
         declare -A states=() cov=() execs=()

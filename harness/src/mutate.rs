@@ -1,9 +1,10 @@
 //! libFuzzer's mutation, and now and then a random tail after it.
 //!
-//! Every target reads its input as a sequence of steps. From an empty
-//! corpus, libFuzzer grows inputs a few bytes per mutation, and keeps only
-//! those that add coverage or a state: for a long while its inputs are a
-//! handful of steps. A bug that needs three particular steps among many
+//! Every target but `trace_roundtrip` (a text format's round trip, which
+//! has the tail too, unmeasured) reads its input as a sequence of steps.
+//! From an empty corpus, libFuzzer grows inputs a few bytes per mutation,
+//! and keeps only those that add coverage or a state: for a long while its
+//! inputs are a handful of steps. A bug that needs three particular steps among many
 //! (a manager, a transaction to it, one back) is then found more slowly
 //! than by random programs of the target's `hunt_max_len` bytes.
 //! [`mutate`] gives some of libFuzzer's mutations a random tail: the steps
