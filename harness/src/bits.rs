@@ -22,7 +22,6 @@
 use crate::history;
 use crate::idset::IdSet;
 use idpool::{AugmentedTree, DBitmap, FastPool, IdPool, LinearScan, Shrinker, Version};
-use std::iter::Peekable;
 use std::ops::{ControlFlow, Range};
 
 /// The narrowest public read of a pool's record of used ids.
@@ -298,7 +297,7 @@ pub fn compare<P: PoolBits + ?Sized, R: Record>(
         let bit = |id| pool.bit(id) == Some(true);
         compare_words(
             1..all.end,
-            &mut record.members().peekable(),
+            member_words(record.members()),
             |base, n| word(base, n, bit),
             &mut diff,
             6,
@@ -329,16 +328,17 @@ pub fn word(base: usize, n: usize, is_used: impl Fn(usize) -> bool) -> u64 {
 
 /// Reads the ids of `ids` a word at a time, `read(base, n)` answering the
 /// bits of ids `base..base + n` (`n <= 64`, bit `i` for id `base + i`),
-/// and compares each word with the word `members` (strictly ascending;
-/// members below `ids` are passed over) make of the same ids. Pushes the
-/// differing `(id, expected, actual)` onto `diff`, ascending, and reads no
-/// further word once `diff` holds `limit`.
+/// and compares each word with `want(base, n)`, the expected bits of the
+/// same ids (a model's [`IdSet::word`], or [`member_words`] of a record).
+/// Pushes the differing `(id, expected, actual)` onto `diff`, ascending,
+/// and reads no further word once `diff` holds `limit`. The words are asked
+/// for in ascending order.
 ///
 /// The word at a time is the comparison's, not the pool's: a pool's
 /// `read` may still ask each id alone (see `PoolApi::bits`).
 pub fn compare_words(
     ids: Range<usize>,
-    members: &mut Peekable<impl Iterator<Item = usize>>,
+    mut want: impl FnMut(usize, usize) -> u64,
     mut read: impl FnMut(usize, usize) -> u64,
     diff: &mut Vec<BitDiff>,
     limit: usize,
@@ -346,12 +346,7 @@ pub fn compare_words(
     let mut base = ids.start;
     while base < ids.end && diff.len() < limit {
         let n = (ids.end - base).min(64);
-        let mut want = 0u64;
-        while let Some(member) = members.next_if(|&m| m < base + n) {
-            if member >= base {
-                want |= 1 << (member - base);
-            }
-        }
+        let want = want(base, n);
         let got = read(base, n);
         let mut differ = want ^ got;
         while differ != 0 && diff.len() < limit {
@@ -360,6 +355,23 @@ pub fn compare_words(
             differ &= differ - 1;
         }
         base += n;
+    }
+}
+
+/// The expected words of [`compare_words`] made from `members` (strictly
+/// ascending): asked for ascending, non-overlapping ranges, each answers
+/// the members in `base..base + n` as bits; members below `base` are
+/// passed over.
+pub fn member_words(members: impl Iterator<Item = usize>) -> impl FnMut(usize, usize) -> u64 {
+    let mut members = members.peekable();
+    move |base, n| {
+        let mut want = 0u64;
+        while let Some(member) = members.next_if(|&m| m < base + n) {
+            if member >= base {
+                want |= 1 << (member - base);
+            }
+        }
+        want
     }
 }
 
@@ -477,7 +489,7 @@ mod tests {
                     let mut read = Vec::new();
                     compare_words(
                         0..end,
-                        &mut members.iter().copied().peekable(),
+                        member_words(members.iter().copied()),
                         |base, n| {
                             read.extend(base..base + n);
                             word(base, n, |id| pool.contains(&id))

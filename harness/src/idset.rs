@@ -103,6 +103,22 @@ impl IdSet {
         id.checked_sub(1)
     }
 
+    /// The members among `base..base + n` (`n <= 64`) as a word: bit `i`
+    /// is id `base + i`.
+    pub fn word(&self, base: usize, n: usize) -> u64 {
+        debug_assert!(n <= BITS, "a word holds {BITS} ids, not {n}");
+        let at = |i: usize| self.words.get(i).copied().unwrap_or(0);
+        let (i, shift) = (base / BITS, base % BITS);
+        let low = at(i) >> shift;
+        let high = if shift == 0 {
+            0
+        } else {
+            at(i + 1) << (BITS - shift)
+        };
+        let mask = if n == BITS { !0 } else { (1u64 << n) - 1 };
+        (low | high) & mask
+    }
+
     /// The members from `from` up, ascending.
     pub fn from(&self, from: usize) -> impl Iterator<Item = usize> + '_ {
         let first = from / BITS;
@@ -152,7 +168,8 @@ mod tests {
 
     /// Every read answers as a `BTreeSet` given the same inserts and
     /// removals does, over a pseudo-random walk with ids across several
-    /// words, repeats, and removals of the highest member.
+    /// words, repeats, and removals of the highest member; a word, at any
+    /// base and of any length, is the reference's members bit by bit.
     #[test]
     fn answers_as_a_btree_set() {
         let mut set = IdSet::new();
@@ -180,6 +197,10 @@ mod tests {
                 let below = from + (x >> 30) as usize % 100;
                 let absent = (from..below).find(|id| !reference.contains(id));
                 assert_eq!(set.smallest_absent(from, below), absent);
+                let n = (x >> 50) as usize % 65;
+                let bits = (0..n).filter(|i| reference.contains(&(from + i)));
+                let word = bits.fold(0u64, |w, i| w | 1 << i);
+                assert_eq!(set.word(from, n), word, "{n} ids from {from}");
             }
             if step % 5_003 == 0 {
                 set.clear();

@@ -148,10 +148,9 @@ pub(super) fn check_bits<P: PoolApi>(
         // a step of the walk per id was the runner's hot spot on deep
         // pools; the few boundaries look their ids up.
         let mut diff = Vec::new();
-        let mut live = model.live.iter().take_while(|&id| id <= cap).peekable();
         bits::compare_words(
             0..cap + 1,
-            &mut live,
+            |base, n| model.live.word(base, n),
             |base, n| pool.bits(base, n),
             &mut diff,
             6,
