@@ -6,7 +6,8 @@
 # counts the distinct abstract states each run's corpus reached (`triage
 # states`, exact and engine-independent) and prints a table.
 #
-#   ci/state-feedback.sh [--seconds N] [--seeds 1,2,3] [--baseline REV] [TARGET...]
+#   ci/state-feedback.sh [--seconds N] [--seeds 1,2,3] [--baseline REV]
+#                        [--baseline-schedule FLAGS] [TARGET...]
 #
 #   --seconds N     how long each run lasts (default 60)
 #   --seeds LIST    libFuzzer seeds, comma-separated (default 1,2,3)
@@ -16,6 +17,12 @@
 #                   (`--no-default-features`); the two variants' runs
 #                   alternate, seed by seed, so that the machine's load
 #                   weighs on both alike
+#   --baseline-schedule FLAGS
+#                   libFuzzer's schedule flags for the baseline's runs, in
+#                   place of LIBFUZZER_SCHEDULE (ci/lib.sh): the flags REV's
+#                   own ci/lib.sh gave, to compare the two trees as each
+#                   fuzzes; '' is libFuzzer's default. Without it both run
+#                   with this tree's flags (the ratio is the code's)
 #
 # Targets default to those the registry lists for libFuzzer with a corpus
 # (with --baseline, those the baseline has too; a target it lacks is
@@ -32,17 +39,23 @@ given_args=("$@")
 seconds=60
 seeds=1,2,3
 baseline=""
+baseline_schedule=("${LIBFUZZER_SCHEDULE[@]}")
+schedule_given=0
 targets_given=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--seconds needs a positive number"; seconds=$2; shift 2 ;;
     --seeds) [[ "${2:-}" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--seeds needs a comma-separated list of numbers"; seeds=$2; shift 2 ;;
     --baseline) [ -n "${2:-}" ] || die "--baseline needs a revision"; baseline=$2; shift 2 ;;
+    --baseline-schedule)
+        [ $# -ge 2 ] || die "--baseline-schedule needs the flags (or '' for libFuzzer's default)"
+        read -ra baseline_schedule <<<"$2"; schedule_given=1; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets_given+=("$1"); shift ;;
     esac
 done
+[ "$schedule_given" = 0 ] || [ -n "$baseline" ] || die "--baseline-schedule needs --baseline"
 IFS=, read -ra seed_list <<<"$seeds"
 engine_filter=(--engine libfuzzer --corpus)
 if [ ${#targets_given[@]} -gt 0 ]; then
@@ -85,11 +98,13 @@ done
 
 # One run: prints its states, edges and executions.
 run() {
-    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=()
+    local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() schedule=("${LIBFUZZER_SCHEDULE[@]}")
+    [ "$v" != baseline ] || schedule=("${baseline_schedule[@]}")
     mkdir -p "$dir/corpus"
     [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
     "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
-        -max_total_time="$seconds" "${HUNT_FLAGS[@]}" "${LIBFUZZER_FLAGS[@]}" \
+        -max_total_time="$seconds" "${HUNT_FLAGS[@]}" -timeout="$LIBFUZZER_TIMEOUT" \
+        -rss_limit_mb="$LIBFUZZER_RSS_MB" ${schedule[@]+"${schedule[@]}"} \
         -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
     printf '%s %s %s\n' \
         "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \
@@ -136,6 +151,9 @@ page=$(result_page state-feedback)
     echo "its \`hunt_max_len\` from the start, -len_control=0, as a hunt runs); the states"
     echo "its corpus reached, counted by this tree's \`triage states\`. Per CPU-minute:"
     echo "the median over the seeds of states x 60 / ${seconds}."
+    if [ -n "$baseline" ]; then
+        echo "libFuzzer's schedule flags: '${LIBFUZZER_SCHEDULE[*]}' for this tree, '${baseline_schedule[*]}' for the baseline."
+    fi
     echo
     echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio |"
     echo "| --- | ---: | ---: | ---: |"
