@@ -40,10 +40,11 @@ minimize_bounded() {
 # features; -use_counters=0 makes an edge a feature once, however often an
 # input runs it (by default each bucket of its hit count, 1, 2, 3, 4-7, ...,
 # is a feature of its own). The checks walk pools and tables id by id, so
-# their edges' hit counts follow the capacity and the fill: with counters on,
-# such an input was new and, with entropic on, rare, and drew the energy
-# that new abstract states should. Both off, every target's corpus reached
-# more states a minute and the bugs were found as soon or sooner
+# their edges' hit counts follow the capacity and the fill: with counters
+# on, an input that only walked a longer pool was new, and with entropic on
+# also rare, which likely drew the energy that new abstract states should.
+# Both off, the corpora reached more states a minute, every bug stayed
+# within the detection goals and the slowest were found sooner
 # (docs/results/2026-12-04-schedule.md). An empty LIBFUZZER_SCHEDULE runs
 # libFuzzer's defaults; until 2026-12-04 it was
 # -entropic_scale_per_exec_time=1 (entropic, energy scaled by speed).
