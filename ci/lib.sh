@@ -50,8 +50,11 @@ minimize_bounded() {
 # -entropic_scale_per_exec_time=1 (entropic, energy scaled by speed).
 read -ra LIBFUZZER_SCHEDULE <<<"${LIBFUZZER_SCHEDULE--entropic=0 -use_counters=0}"
 
-# The flags every libFuzzer run of the scripts gets, besides its dictionary.
-LIBFUZZER_FLAGS=(-timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" "${LIBFUZZER_SCHEDULE[@]}")
+# The flags every libFuzzer run of the scripts gets, besides its dictionary:
+# the limits, then the schedule (a comparison that varies the schedule
+# passes LIBFUZZER_LIMITS and its own).
+LIBFUZZER_LIMITS=(-timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB")
+LIBFUZZER_FLAGS=("${LIBFUZZER_LIMITS[@]}" "${LIBFUZZER_SCHEDULE[@]}")
 
 # Mainline kernels come from Debian's trixie-backports suite, reached
 # through the same Debian registry as the machine's own suites but with a

@@ -103,8 +103,8 @@ run() {
     mkdir -p "$dir/corpus"
     [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
     "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
-        -max_total_time="$seconds" "${HUNT_FLAGS[@]}" -timeout="$LIBFUZZER_TIMEOUT" \
-        -rss_limit_mb="$LIBFUZZER_RSS_MB" ${schedule[@]+"${schedule[@]}"} \
+        -max_total_time="$seconds" "${HUNT_FLAGS[@]}" "${LIBFUZZER_LIMITS[@]}" \
+        ${schedule[@]+"${schedule[@]}"} \
         -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
     printf '%s %s %s\n' \
         "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \

@@ -113,7 +113,7 @@ run_once() {
         local dict=()
         [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
         "$(fuzz_bin "$tree")/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
-            -max_total_time="$seconds" -timeout="$LIBFUZZER_TIMEOUT" -rss_limit_mb="$LIBFUZZER_RSS_MB" \
+            -max_total_time="$seconds" "${LIBFUZZER_LIMITS[@]}" \
             "${schedule[@]}" -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
         sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
         ;;

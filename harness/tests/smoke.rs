@@ -296,6 +296,18 @@ fn scripts_take_libfuzzers_flags_from_lib_sh() {
         lib.contains("\"${LIBFUZZER_FLAGS[@]}\""),
         "run_libfuzzer passes them"
     );
+    // The README's libFuzzer example spells the default schedule out: it
+    // must be the one ci/lib.sh gives.
+    let schedule = lib
+        .split_once("<<<\"${LIBFUZZER_SCHEDULE-")
+        .and_then(|(_, rest)| rest.split_once("}\""))
+        .map(|(flags, _)| flags)
+        .expect("ci/lib.sh sets LIBFUZZER_SCHEDULE's default");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("-dict=dict/pool_ops.dict {schedule}\n")),
+        "the README's libFuzzer example does not run ci/lib.sh's schedule '{schedule}'"
+    );
     for script in [
         "ci/throughput.sh",
         "ci/state-feedback.sh",
