@@ -118,10 +118,15 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 
 # cargo on a toolchain that accepts cargo-fuzz's unstable flags: the pinned
 # nightly if rustup has it, else any nightly it has (with a note), else
-# stable with RUSTC_BOOTSTRAP=1.
+# stable with RUSTC_BOOTSTRAP=1. An AddressSanitizer build (`--sanitizer
+# address` among the arguments) gets ASAN_RUST_FLAGS in RUSTFLAGS.
 fuzz_cargo() {
     local tc
     tc=$(fuzz_toolchain)
+    if [[ " $* " == *" --sanitizer address "* ]]; then
+        local RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }${ASAN_RUST_FLAGS[*]}"
+        export RUSTFLAGS
+    fi
     case "$tc" in
     "") RUSTC_BOOTSTRAP=1 cargo "$@" ;;
     nightly)
@@ -175,23 +180,41 @@ llvm_tool() {
 # much as the allocator's, cost the targets 2.3x to 3.9x in executions per
 # second, and the planted and upstream bugs were found as fast without it,
 # within the spread of three seeds (docs/results/, the compare-tracing
-# page). The AddressSanitizer build of a target that links C
-# keeps it: ASan dominates that target's cost, and it was not measured
-# without.
+# page).
 FUZZ_BUILD_FLAGS=(-O --debug-assertions --sanitizer none --no-trace-compares)
 
 # The cargo-fuzz flags for target $1: FUZZ_BUILD_FLAGS, except for a target
 # that links C code (the registry's `sanitizer`, e.g. the kernel's
 # dbitmap.h), which runs under AddressSanitizer, built into a target
 # directory of its own (fuzz/target/asan) so the two builds do not evict
-# each other.
+# each other. Without compare tracing there too, and with ASan's checks
+# in the C only (ASAN_RUST_FLAGS).
 fuzz_flags_for() {
     if [ "$(target_field "$1" sanitizer)" = address ]; then
-        echo -O --debug-assertions --sanitizer address --target-dir target/asan
+        echo -O --debug-assertions --sanitizer address --no-trace-compares --target-dir target/asan
     else
         echo "${FUZZ_BUILD_FLAGS[@]}"
     fi
 }
+
+# What an AddressSanitizer build adds to RUSTFLAGS (fuzz_cargo): LLVM's
+# ASan pass leaves the Rust code's loads, stores, stack and globals alone.
+# The runtime stays (its allocator: the C's double and invalid frees,
+# use after free), and the C, compiled by clang with -fsanitize=address
+# (kernel-dbitmap/build.rs), keeps every check. The Rust crates forbid
+# `unsafe` but for the FFI crate, whose reads of a C map are checked
+# against the length the shim allocated (KernelDBitmap::map_len), in
+# every build. Instrumented, the Rust code and compare tracing took some
+# two thirds of kernel_dbitmap's time (perf) for nothing Rust's own
+# checks miss (docs/results/2026-12-04-asan.md).
+ASAN_RUST_FLAGS=(
+    -Cllvm-args=-asan-instrument-reads=0
+    -Cllvm-args=-asan-instrument-writes=0
+    -Cllvm-args=-asan-instrument-atomics=0
+    -Cllvm-args=-asan-stack=0
+    -Cllvm-args=-asan-use-after-return=never
+    -Cllvm-args=-asan-globals=0
+)
 
 # Builds the libFuzzer binaries of tree $1 (`fuzz_build TREE [TARGET...]`,
 # default every target): those with FUZZ_BUILD_FLAGS together, any target

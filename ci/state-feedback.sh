@@ -23,6 +23,16 @@
 #                   own ci/lib.sh gave, to compare the two trees as each
 #                   fuzzes; '' is libFuzzer's default. Without it both run
 #                   with this tree's flags (the ratio is the code's)
+#   --baseline-build FLAGS
+#                   cargo-fuzz's build flags for the baseline's targets that
+#                   this tree builds apart (those under AddressSanitizer:
+#                   ci/lib.sh fuzz_flags_for), in place of this tree's
+#                   flags and its ASAN_RUST_FLAGS: the flags REV's own
+#                   ci/lib.sh gave, e.g. '-O --debug-assertions --sanitizer
+#                   address' before 2026-12-04
+#
+# Each target is built as its hunts build it (ci/lib.sh fuzz_flags_for):
+# one under AddressSanitizer apart, with its flags.
 #
 # Targets default to those the registry lists for libFuzzer with a corpus
 # (with --baseline, those the baseline has too; a target it lacks is
@@ -41,6 +51,8 @@ seeds=1,2,3
 baseline=""
 baseline_schedule=("${LIBFUZZER_SCHEDULE[@]}")
 schedule_given=0
+baseline_build=()
+build_given=0
 targets_given=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -50,12 +62,16 @@ while [ $# -gt 0 ]; do
     --baseline-schedule)
         [ $# -ge 2 ] || die "--baseline-schedule needs the flags (or '' for libFuzzer's default)"
         read -ra baseline_schedule <<<"$2"; schedule_given=1; shift 2 ;;
+    --baseline-build)
+        [ -n "${2:-}" ] || die "--baseline-build needs cargo-fuzz's build flags"
+        read -ra baseline_build <<<"$2"; build_given=1; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets_given+=("$1"); shift ;;
     esac
 done
 [ "$schedule_given" = 0 ] || [ -n "$baseline" ] || die "--baseline-schedule needs --baseline"
+[ "$build_given" = 0 ] || [ -n "$baseline" ] || die "--baseline-build needs --baseline"
 IFS=, read -ra seed_list <<<"$seeds"
 engine_filter=(--engine libfuzzer --corpus)
 if [ ${#targets_given[@]} -gt 0 ]; then
@@ -96,13 +112,37 @@ for v in "${variants[@]}"; do
     available[$v]=" $(ls "$(fuzz_bin "${tree_of[$v]}" "$work/build-$v")" | tr '\n' ' ') "
 done
 
+# A target built apart by its hunts (under AddressSanitizer) is built apart
+# here too, each variant into its own directory: bin_of[VARIANT,TARGET].
+declare -A bin_of
+for t in "${list[@]}"; do
+    read -ra own <<<"$(fuzz_flags_for "$t")"
+    [ "${own[*]}" != "${FUZZ_BUILD_FLAGS[*]}" ] || continue
+    for v in "${variants[@]}"; do
+        [[ "${available[$v]}" == *" $t "* ]] || continue
+        flags=() rust=("${ASAN_RUST_FLAGS[@]}")
+        for ((i = 0; i < ${#own[@]}; i++)); do # its flags, less the target directory
+            if [ "${own[i]}" = --target-dir ]; then i=$((i + 1)); else flags+=("${own[i]}"); fi
+        done
+        if [ "$v" = baseline ] && [ "$build_given" = 1 ]; then
+            flags=("${baseline_build[@]}") rust=()
+        fi
+        step "building $t apart for the $v variant (${flags[*]})"
+        # shellcheck disable=SC2030,SC2031,SC2086 # ASAN_RUST_FLAGS for this build only; no flag, or one
+        (ASAN_RUST_FLAGS=(${rust[@]+"${rust[@]}"}) && cd "${tree_of[$v]}/fuzz" &&
+            fuzz_cargo fuzz build "${flags[@]}" ${flags_of[$v]} --target-dir "$work/build-$v-$t" "$t") \
+            > "$work/build-$v-$t.log" 2>&1 || die "$t does not build for the $v variant (see $work/build-$v-$t.log)"
+        bin_of[$v,$t]=$(fuzz_bin "${tree_of[$v]}" "$work/build-$v-$t")
+    done
+done
+
 # One run: prints its states, edges and executions.
 run() {
     local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() schedule=("${LIBFUZZER_SCHEDULE[@]}")
     [ "$v" != baseline ] || schedule=("${baseline_schedule[@]}")
     mkdir -p "$dir/corpus"
     [ ! -f "$tree/fuzz/dict/$t.dict" ] || dict=(-dict="$tree/fuzz/dict/$t.dict")
-    "$(fuzz_bin "$tree" "$work/build-$v")/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
+    "${bin_of[$v,$t]:-$(fuzz_bin "$tree" "$work/build-$v")}/$t" "$dir/corpus" "${dict[@]}" -seed="$seed" \
         -max_total_time="$seconds" "${HUNT_FLAGS[@]}" "${LIBFUZZER_LIMITS[@]}" \
         ${schedule[@]+"${schedule[@]}"} \
         -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
@@ -153,6 +193,8 @@ page=$(result_page state-feedback)
     echo "the median over the seeds of states x 60 / ${seconds}."
     if [ -n "$baseline" ]; then
         echo "libFuzzer's schedule flags: '${LIBFUZZER_SCHEDULE[*]}' for this tree, '${baseline_schedule[*]}' for the baseline."
+        [ "$build_given" = 0 ] ||
+            echo "The baseline's targets built apart: \`cargo fuzz build ${baseline_build[*]}\` (this tree's: ci/lib.sh \`fuzz_flags_for\`, with ASAN_RUST_FLAGS)."
     fi
     echo
     echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio |"

@@ -30,7 +30,9 @@ static _Thread_local unsigned int fail_next;
  * kfree of anything else (a double free, a foreign pointer) is caught
  * before memory is touched:
  *
- * - live: the blocks not yet freed;
+ * - live: the blocks not yet freed, each with its length in words (which
+ *   kdb_shim_block_words reports, so that a reader of a map can check the
+ *   length it assumes against the length allocated);
  * - quarantine: the last KDB_QUARANTINE freed blocks, held back from libc
  *   so that no new allocation can reuse their address (a second kfree of
  *   one of them is then a certain double free), plus the pinned ones,
@@ -58,50 +60,58 @@ static _Thread_local unsigned int fail_next;
 
 #define KDB_QUARANTINE 64
 
+struct kdb_block {
+	const void *p;
+	size_t words;
+};
+
 struct kdb_set {
-	const void **p;
+	struct kdb_block *b;
 	size_t len, cap;
 };
 
 static _Thread_local struct kdb_set live, quarantine, pinned;
 static _Thread_local bool record_bad_frees;
+/* Counts this thread's allocations and non-NULL frees (kdb_shim_generation). */
+static _Thread_local unsigned long generation;
 static _Thread_local long bad_frees;
 
-static void set_push(struct kdb_set *s, const void *p)
+/* Adds block p of `words` words (0 where the length is not kept). */
+static void set_push(struct kdb_set *s, const void *p, size_t words)
 {
 	if (s->len == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 16;
-		const void **grown = realloc(s->p, cap * sizeof(*grown));
+		struct kdb_block *grown = realloc(s->b, cap * sizeof(*grown));
 
 		if (!grown) {
 			fprintf(stderr, "kdb shim: out of memory tracking allocations\n");
 			abort();
 		}
-		s->p = grown;
+		s->b = grown;
 		s->cap = cap;
 	}
-	s->p[s->len++] = p;
+	s->b[s->len++] = (struct kdb_block){ .p = p, .words = words };
+}
+
+/* The block p of s (the most recent first), or NULL. */
+static struct kdb_block *set_find(const struct kdb_set *s, const void *p)
+{
+	for (size_t i = s->len; i-- > 0;)
+		if (s->b[i].p == p)
+			return &s->b[i];
+	return NULL;
 }
 
 /* Removes p (the most recent first); false when absent. */
 static bool set_remove(struct kdb_set *s, const void *p)
 {
-	for (size_t i = s->len; i-- > 0;) {
-		if (s->p[i] == p) {
-			memmove(&s->p[i], &s->p[i + 1], (s->len - i - 1) * sizeof(*s->p));
-			s->len--;
-			return true;
-		}
-	}
-	return false;
-}
+	struct kdb_block *b = set_find(s, p);
 
-static bool set_contains(const struct kdb_set *s, const void *p)
-{
-	for (size_t i = 0; i < s->len; i++)
-		if (s->p[i] == p)
-			return true;
-	return false;
+	if (!b)
+		return false;
+	memmove(b, b + 1, (size_t)(&s->b[s->len] - (b + 1)) * sizeof(*b));
+	s->len--;
+	return true;
 }
 
 void kdb_shim_fail_next_allocs(unsigned int n)
@@ -119,6 +129,27 @@ long kdb_shim_live_allocs(void)
 	return (long)live.len;
 }
 
+/*
+ * A number that changes whenever this thread allocates or frees a block
+ * (bitmap_zalloc that returns one, kfree of anything but NULL): between
+ * two equal readings, every live block stayed live with its length.
+ */
+unsigned long kdb_shim_generation(void)
+{
+	return generation;
+}
+
+/*
+ * The length in words of p, a live block of bitmap_zalloc (the pointer it
+ * returned), or -1 when p is not one (freed, foreign, NULL).
+ */
+long kdb_shim_block_words(const void *p)
+{
+	const struct kdb_block *b = set_find(&live, p);
+
+	return b ? (long)b->words : -1;
+}
+
 void kdb_shim_record_bad_frees(bool record)
 {
 	record_bad_frees = record;
@@ -133,7 +164,7 @@ bool kdb_shim_pin_freed(const void *p)
 {
 	if (KDB_ASAN || !set_remove(&quarantine, p))
 		return false;
-	set_push(&pinned, p);
+	set_push(&pinned, p, 0);
 	return true;
 }
 
@@ -167,8 +198,10 @@ unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags)
 		return NULL;
 	}
 	map = calloc(words ? words : 1, sizeof(unsigned long));
-	if (map)
-		set_push(&live, map);
+	if (map) {
+		set_push(&live, map, words);
+		generation++;
+	}
 	return map;
 }
 
@@ -176,15 +209,18 @@ void kdb_shim_kfree(const void *p)
 {
 	if (!p)
 		return;
+	generation++;
 	if (set_remove(&live, p)) {
 		if (KDB_ASAN) {
 			free((void *)p);
 			return;
 		}
-		set_push(&quarantine, p);
+		set_push(&quarantine, p, 0);
 		if (quarantine.len > KDB_QUARANTINE) {
-			free((void *)quarantine.p[0]);
-			set_remove(&quarantine, quarantine.p[0]);
+			const void *oldest = quarantine.b[0].p;
+
+			set_remove(&quarantine, oldest);
+			free((void *)oldest);
 		}
 		return;
 	}
@@ -196,7 +232,7 @@ void kdb_shim_kfree(const void *p)
 	if (record_bad_frees)
 		return;
 	fprintf(stderr, "kdb shim: kfree(%p): %s\n", p,
-		set_contains(&quarantine, p) || set_contains(&pinned, p) ?
+		set_find(&quarantine, p) || set_find(&pinned, p) ?
 			"double free of a freed bitmap_zalloc block" :
 			"not a bitmap_zalloc block (invalid free)");
 	abort();

@@ -29,6 +29,7 @@
 //! assert_eq!(dmap.acquire_next_zero_bit(1), Ok(1));
 //! ```
 
+use core::cell::Cell;
 use core::ffi::{c_int, c_long, c_uint, c_ulong};
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
@@ -130,6 +131,8 @@ c_functions! {
         fn fail_next_allocs(n: c_uint);
         fn pending_failures() -> c_uint;
         fn live_allocs() -> c_long;
+        fn block_words(p: *const c_ulong) -> c_long;
+        fn generation() -> c_ulong;
         fn record_bad_frees(record: bool);
         fn bad_frees() -> c_long;
         fn pin_freed(p: *const c_ulong) -> bool;
@@ -281,6 +284,29 @@ pub mod shim {
         let live = unsafe { shim_ffi::live_allocs() };
         #[allow(clippy::useless_conversion)] // c_long is not i64 everywhere
         i64::from(live)
+    }
+
+    /// The length in words of `p`, a block of [`bitmap_zalloc`] not yet
+    /// freed by this thread; `None` when `p` is not one (freed, foreign,
+    /// NULL).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)] // `p` is compared, never read
+    pub fn block_words(p: *const c_ulong) -> Option<usize> {
+        check();
+        // SAFETY: compares `p` with the thread's live blocks; it is never
+        // dereferenced.
+        let words = unsafe { shim_ffi::block_words(p) };
+        usize::try_from(words).ok()
+    }
+
+    /// A number that changes whenever this thread allocates a block or
+    /// frees anything but NULL: between two equal readings, every block
+    /// [`block_words`] knew stayed live with its length.
+    pub fn generation() -> u64 {
+        check();
+        // SAFETY: reads a thread-local counter.
+        let generation = unsafe { shim_ffi::generation() };
+        #[allow(clippy::useless_conversion)] // c_ulong is not u64 everywhere
+        u64::from(generation)
     }
 
     /// `bitmap_zalloc(nbits, GFP_KERNEL)`: `None` is the NULL of a failed
@@ -585,6 +611,11 @@ impl Header {
 pub struct KernelDBitmap {
     raw: RawDBitmap,
     header: Header,
+    /// The map, `nbits` and [`shim::generation`] that [`Self::map_len`]
+    /// last found sound: while all three stay, no block was allocated or
+    /// freed and the map is the same, so the check holds without looking
+    /// the block up again.
+    checked: Cell<Option<(*const c_ulong, c_uint, u64)>>,
 }
 
 impl KernelDBitmap {
@@ -667,6 +698,7 @@ impl KernelDBitmap {
                 map: ptr::null_mut(),
             },
             header,
+            checked: Cell::new(None),
         }
     }
 
@@ -711,21 +743,80 @@ impl KernelDBitmap {
 
     /// The map's words (`BITS_TO_LONGS(nbits)`, none when disabled, even
     /// if the historical header left a dangling pointer behind).
+    ///
+    /// # Panics
+    ///
+    /// When the header broke `struct dbitmap`'s invariant: an enabled map
+    /// that is not a live block of `bitmap_zalloc`, or one shorter than
+    /// `BITS_TO_LONGS(nbits)` words ([`Self::map_len`]).
     pub fn words(&self) -> &[c_ulong] {
         if self.raw.map.is_null() || self.raw.nbits == 0 {
             return &[];
         }
-        // SAFETY: invariant of struct dbitmap as the header maintains it: a
-        // non-NULL map of an enabled dbitmap holds at least
-        // BITS_TO_LONGS(nbits) initialised words (zeroed by bitmap_zalloc,
+        let len = self.map_len();
+        // SAFETY: `map_len` checked that the map is a live block of
+        // bitmap_zalloc of at least `len` words (zeroed, so initialised,
         // then written through the header), and this value owns it while
         // `self` is borrowed.
-        unsafe { core::slice::from_raw_parts(self.raw.map, self.nbits().div_ceil(BITS_PER_LONG)) }
+        unsafe { core::slice::from_raw_parts(self.raw.map, len) }
+    }
+
+    /// `BITS_TO_LONGS(nbits)`: the words an enabled map holds by `struct
+    /// dbitmap`'s invariant, which every read of the map from Rust relies
+    /// on. Checked against the block the shim's `bitmap_zalloc` returned,
+    /// so that a header that sets `nbits` past its map, or keeps a freed
+    /// map, fails here with both lengths, in every build, instead of
+    /// reading out of bounds (only the C side runs under AddressSanitizer
+    /// in a libFuzzer build: `ci/lib.sh`, `fuzz_flags_for`).
+    ///
+    /// # Panics
+    ///
+    /// When the map is not a live block, or is shorter than that.
+    fn map_len(&self) -> usize {
+        let needed = self.nbits().div_ceil(BITS_PER_LONG);
+        let now = (
+            self.raw.map.cast_const(),
+            self.raw.nbits,
+            shim::generation(),
+        );
+        if self.checked.get() == Some(now) {
+            return needed;
+        }
+        let held = shim::block_words(self.raw.map);
+        assert!(
+            held.is_some_and(|held| held >= needed),
+            "struct dbitmap broken: nbits {} needs {needed} words of map {:p}, which {}",
+            self.nbits(),
+            self.raw.map,
+            held.map_or(
+                "is not a live bitmap_zalloc block".to_owned(),
+                |held| format!("holds {held}")
+            ),
+        );
+        self.checked.set(Some(now));
+        needed
     }
 
     /// Whether `bit` is set; `false` when disabled or out of range.
     pub fn test_bit(&self, bit: usize) -> bool {
         bit < self.nbits() && shim::test_bit(self.words(), bit)
+    }
+
+    /// Bits `base..base + n` as a word, bit `i` for bit `base + i`: what
+    /// [`Self::test_bit`] answers for each, read from the map's words at
+    /// once (`false` at or above `nbits`).
+    ///
+    /// # Panics
+    ///
+    /// When `n > 64`.
+    pub fn bits(&self, base: usize, n: usize) -> u64 {
+        assert!(n <= 64, "a word holds 64 bits, not {n}");
+        let words = self.words();
+        let end = base.saturating_add(n).min(self.nbits());
+        (base..end).fold(0, |word, b| {
+            let set = (words[b / BITS_PER_LONG] >> (b % BITS_PER_LONG)) & 1;
+            word | u64::from(set == 1) << (b - base)
+        })
     }
 
     /// The set bits, in increasing order (none when disabled).
@@ -892,9 +983,10 @@ impl KernelDBitmap {
         if bit >= self.nbits() {
             return;
         }
-        let words = self.nbits().div_ceil(BITS_PER_LONG);
-        // SAFETY: as in `words`, with `&mut self` for exclusive access.
-        let words = unsafe { core::slice::from_raw_parts_mut(self.raw.map, words) };
+        let len = self.map_len();
+        // SAFETY: as in `words` (the map is enabled: nbits > bit >= 0), with
+        // `&mut self` for exclusive access.
+        let words = unsafe { core::slice::from_raw_parts_mut(self.raw.map, len) };
         shim::set_bit(words, bit);
     }
 }
@@ -902,5 +994,90 @@ impl KernelDBitmap {
 impl Drop for KernelDBitmap {
     fn drop(&mut self) {
         self.free();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// A header that sets `nbits` past its map is caught at the first read
+    /// from Rust, with both lengths, before anything is read out of bounds
+    /// (the check the libFuzzer build relies on: its Rust code is not
+    /// instrumented by AddressSanitizer).
+    #[test]
+    fn a_map_shorter_than_nbits_is_refused() {
+        if !Header::Stable.available() {
+            eprintln!("skipped: {}", Header::Stable.provenance());
+            return;
+        }
+        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        assert_eq!((dmap.nbits(), dmap.words().len()), (64, 1));
+        // What a broken replace would leave: 128 bits over a one-word map.
+        dmap.raw.nbits = 128;
+        let refused = catch_unwind(AssertUnwindSafe(|| dmap.words().len()))
+            .expect_err("read 128 bits from a map of one word");
+        let message = refused
+            .downcast_ref::<String>()
+            .expect("a formatted panic message");
+        assert!(
+            message.contains("nbits 128 needs 2 words of map") && message.contains("holds 1"),
+            "{message}"
+        );
+        dmap.raw.nbits = 64;
+    }
+
+    /// `bits` is `test_bit` of each bit, a word at a time, at every base
+    /// and length, across word boundaries and past `nbits`.
+    #[test]
+    fn bits_reads_as_test_bit_does() {
+        if !Header::Stable.available() {
+            eprintln!("skipped: {}", Header::Stable.provenance());
+            return;
+        }
+        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        dmap.grow(KernelDBitmap::zalloc(192, Gfp::Kernel), 192);
+        assert_eq!(dmap.nbits(), 192);
+        for bit in [0, 1, 5, 63, 64, 65, 100, 127, 128, 150, 190, 191] {
+            dmap.set_bit(bit);
+        }
+        for base in 0..=200 {
+            for n in [0, 1, 2, 7, 31, 63, 64] {
+                let want = (0..n).fold(0u64, |word, i| {
+                    word | u64::from(dmap.test_bit(base + i)) << i
+                });
+                assert_eq!(dmap.bits(base, n), want, "bits({base}, {n})");
+            }
+        }
+    }
+
+    /// A map freed behind the wrapper's back (a header's use after free)
+    /// is caught at the next read, although the same map and `nbits` were
+    /// found sound before ([`KernelDBitmap::map_len`]'s memo).
+    #[test]
+    fn a_freed_map_is_refused_after_a_sound_read() {
+        if !Header::Stable.available() {
+            eprintln!("skipped: {}", Header::Stable.provenance());
+            return;
+        }
+        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        assert_eq!(dmap.words().len(), 1);
+        // SAFETY: frees the live block dbitmap_init allocated; the map is
+        // forgotten below, before anything else frees it.
+        unsafe { shim_ffi::kfree(dmap.raw.map) };
+        let refused =
+            catch_unwind(AssertUnwindSafe(|| dmap.words().len())).expect_err("read a freed map");
+        let message = refused
+            .downcast_ref::<String>()
+            .expect("a formatted panic message");
+        assert!(
+            message.contains("is not a live bitmap_zalloc block"),
+            "{message}"
+        );
+        dmap.raw = RawDBitmap {
+            nbits: 0,
+            map: ptr::null_mut(),
+        };
     }
 }

@@ -159,6 +159,16 @@ fn zalloc_is_zeroed_fails_on_demand_and_is_counted() {
     assert!(shim::bitmap_zalloc(64, Gfp::Kernel).is_none());
     let zero = shim::bitmap_zalloc(0, Gfp::Kernel).expect("like kmalloc(0): not NULL");
     assert!(zero.is_empty() && zero.words().is_empty());
+    let (m_ptr, zero_ptr) = (m.words().as_ptr(), zero.words().as_ptr());
+    assert_eq!(shim::block_words(m_ptr), Some(4), "200 bits in 4 words");
+    assert_eq!(shim::block_words(zero_ptr), Some(0), "kmalloc(0)'s block");
+    assert_eq!(
+        shim::block_words(m_ptr.wrapping_add(1)),
+        None,
+        "inside a block"
+    );
+    assert_eq!(shim::block_words(core::ptr::null()), None);
     drop((m, zero));
     assert_eq!(shim::live_allocs(), live);
+    assert_eq!(shim::block_words(m_ptr), None, "freed");
 }

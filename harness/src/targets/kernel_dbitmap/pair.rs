@@ -11,8 +11,9 @@
 //! grows, a bulk acquire's grows); and after every step (and every commit
 //! inside a step) the whole state: enabled, nbits, the set bits,
 //! `grow_nbits` and `shrink_nbits`; and every read the pool runner makes
-//! of one side through [`PoolApi`]: `test_bit` of each id it reads one at
-//! a time ([`PoolApi::is_used`]), and whether a prepared resizer holds
+//! of one side through [`PoolApi`]: `test_bit` of each id it reads
+//! ([`PoolApi::is_used`], and [`PoolApi::bits`], which reads ours one id at
+//! a time and the kernel's map a word at a time), and whether a prepared resizer holds
 //! memory and its length ([`PoolApi::allocated`], [`PoolApi::shape`]). The first disagreement is reported by
 //! [`PoolApi::diverged`], before the pool runner compares the pair with
 //! the model, so a failure says which side stood alone.
@@ -60,7 +61,7 @@ use crate::targets::pool_ops::{
     Built, PoolApi, Refused, Released, Resize, Shape, DBITMAP_RESET_LIMIT,
 };
 use idpool::{Bitmap, DBitmap, Gfp, Version};
-use kernel_dbitmap::{shim, Header, KernelBitmap, KernelDBitmap};
+use kernel_dbitmap::{shim, Header, KernelBitmap, KernelDBitmap, BITS_PER_LONG};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -191,12 +192,18 @@ impl KernelPair {
             return;
         }
         // The same set bits: as many, and each of ours set in the kernel's.
-        let kernel_count: u32 = k.words().iter().map(|w| w.count_ones()).sum();
+        let words = k.words();
+        let kernel_count: u32 = words.iter().map(|w| w.count_ones()).sum();
+        let kernel_has = |bit: usize| {
+            words
+                .get(bit / BITS_PER_LONG)
+                .is_some_and(|w| (w >> (bit % BITS_PER_LONG)) & 1 == 1)
+        };
         let mut ours_count = 0usize;
         let mut missing = None;
         for bit in o.used_ids() {
             ours_count += 1;
-            if missing.is_none() && !k.test_bit(bit) {
+            if missing.is_none() && !kernel_has(bit) {
                 missing = Some(bit);
             }
         }
@@ -490,6 +497,19 @@ impl PoolApi for KernelPair {
         let (kernel, ours) = (self.kernel.test_bit(id), self.ours.test_bit(id));
         if kernel != ours {
             self.record(|| format!("test_bit({id}): kernel {kernel}, ours {ours}"));
+        }
+        ours
+    }
+    /// Ours' `test_bit` of each id, as a word; the kernel's map must hold
+    /// the same bits ([`KernelDBitmap::bits`]: the shim's `test_bit` of
+    /// each, which is not the header's code, read from its words at once).
+    fn bits(&self, base: usize, n: usize) -> u64 {
+        let ours = crate::bits::word(base, n, |id| self.ours.test_bit(id));
+        let kernel = self.kernel.bits(base, n);
+        if kernel != ours {
+            let id = base + (kernel ^ ours).trailing_zeros() as usize;
+            let bit = |word: u64| word >> (id - base) & 1 == 1;
+            self.record(|| format!("test_bit({id}): kernel {}, ours {}", bit(kernel), bit(ours)));
         }
         ours
     }
