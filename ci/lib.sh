@@ -604,7 +604,11 @@ page_head() {
         dirty=" (with uncommitted changes)"
     printf '# %s\n\n' "$title"
     printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
-    printf -- '- command: `%s`\n' "$*"
+    local arg shown=()
+    for arg in "$@"; do # as typed: an argument with spaces, or empty, quoted
+        if [[ -z "$arg" || "$arg" == *[[:space:]]* ]]; then shown+=("'$arg'"); else shown+=("$arg"); fi
+    done
+    printf -- '- command: `%s`\n' "${shown[*]}"
     printf -- '- tree: %s%s\n' "$rev" "$dirty"
     printf -- '- machine: %s cores, %s\n\n' "$(nproc)" "$(uname -sr)"
 }
