@@ -604,9 +604,13 @@ page_head() {
         dirty=" (with uncommitted changes)"
     printf '# %s\n\n' "$title"
     printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
-    local arg shown=()
-    for arg in "$@"; do # as typed: an argument with spaces, or empty, quoted
-        if [[ -z "$arg" || "$arg" == *[[:space:]]* ]]; then shown+=("'$arg'"); else shown+=("$arg"); fi
+    local arg shown=() q="'"
+    for arg in "$@"; do # as it would be typed: single-quoted unless plain
+        if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+@%-]+$ ]]; then
+            shown+=("$arg")
+        else
+            shown+=("$q${arg//$q/$q\\$q$q}$q")
+        fi
     done
     printf -- '- command: `%s`\n' "${shown[*]}"
     printf -- '- tree: %s%s\n' "$rev" "$dirty"

@@ -42,6 +42,7 @@
 # core). The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
 # ${TMPDIR:-/tmp}/idpool-state-feedback); the builds are kept between runs.
+# Two runs at once need a directory each (they share builds and corpora).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 given_args=("$@")
@@ -120,13 +121,14 @@ for t in "${list[@]}"; do
     [ "${own[*]}" != "${FUZZ_BUILD_FLAGS[*]}" ] || continue
     for v in "${variants[@]}"; do
         [[ "${available[$v]}" == *" $t "* ]] || continue
-        flags=() rust=("${ASAN_RUST_FLAGS[@]}")
-        for ((i = 0; i < ${#own[@]}; i++)); do # its flags, less the target directory
-            if [ "${own[i]}" = --target-dir ]; then i=$((i + 1)); else flags+=("${own[i]}"); fi
-        done
+        given=("${own[@]}") rust=("${ASAN_RUST_FLAGS[@]}")
         if [ "$v" = baseline ] && [ "$build_given" = 1 ]; then
-            flags=("${baseline_build[@]}") rust=()
+            given=("${baseline_build[@]}") rust=()
         fi
+        flags=()
+        for ((i = 0; i < ${#given[@]}; i++)); do # less the target directory: its own below
+            if [ "${given[i]}" = --target-dir ]; then i=$((i + 1)); else flags+=("${given[i]}"); fi
+        done
         step "building $t apart for the $v variant (${flags[*]})"
         # shellcheck disable=SC2030,SC2031,SC2086 # ASAN_RUST_FLAGS for this build only; no flag, or one
         (ASAN_RUST_FLAGS=(${rust[@]+"${rust[@]}"}) && cd "${tree_of[$v]}/fuzz" &&

@@ -764,10 +764,12 @@ impl KernelDBitmap {
     /// `BITS_TO_LONGS(nbits)`: the words an enabled map holds by `struct
     /// dbitmap`'s invariant, which every read of the map from Rust relies
     /// on. Checked against the block the shim's `bitmap_zalloc` returned,
-    /// so that a header that sets `nbits` past its map, or keeps a freed
-    /// map, fails here with both lengths, in every build, instead of
-    /// reading out of bounds (only the C side runs under AddressSanitizer
-    /// in a libFuzzer build: `ci/lib.sh`, `fuzz_flags_for`).
+    /// so that a header that sets `nbits` past its map fails here with
+    /// both lengths, in every build, instead of reading out of bounds (only
+    /// the C side runs under AddressSanitizer in a libFuzzer build:
+    /// `ci/lib.sh`, `fuzz_flags_for`); so does one that keeps a freed map,
+    /// while the freed address has not been allocated again (the shim holds
+    /// its last 64 freed blocks back from reuse, ASan its own quarantine).
     ///
     /// # Panics
     ///
