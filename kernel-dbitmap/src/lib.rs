@@ -1004,25 +1004,43 @@ mod tests {
     use super::*;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
+    /// A map of the shipped header, or `None` (said on stderr) when it is
+    /// not compiled in.
+    fn stable_map() -> Option<KernelDBitmap> {
+        if !Header::Stable.available() {
+            eprintln!("skipped: {}", Header::Stable.provenance());
+            return None;
+        }
+        Some(KernelDBitmap::init(Gfp::Kernel))
+    }
+
+    /// The message `dmap.words()` panics with.
+    ///
+    /// # Panics
+    ///
+    /// When it reads the map without panicking.
+    fn refusal_of(dmap: &KernelDBitmap) -> String {
+        let refused =
+            catch_unwind(AssertUnwindSafe(|| dmap.words().len())).expect_err("the map was read");
+        refused
+            .downcast_ref::<String>()
+            .expect("a formatted panic message")
+            .clone()
+    }
+
     /// A header that sets `nbits` past its map is caught at the first read
     /// from Rust, with both lengths, before anything is read out of bounds
     /// (the check the libFuzzer build relies on: its Rust code is not
     /// instrumented by AddressSanitizer).
     #[test]
     fn a_map_shorter_than_nbits_is_refused() {
-        if !Header::Stable.available() {
-            eprintln!("skipped: {}", Header::Stable.provenance());
+        let Some(mut dmap) = stable_map() else {
             return;
-        }
-        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        };
         assert_eq!((dmap.nbits(), dmap.words().len()), (64, 1));
         // What a broken replace would leave: 128 bits over a one-word map.
         dmap.raw.nbits = 128;
-        let refused = catch_unwind(AssertUnwindSafe(|| dmap.words().len()))
-            .expect_err("read 128 bits from a map of one word");
-        let message = refused
-            .downcast_ref::<String>()
-            .expect("a formatted panic message");
+        let message = refusal_of(&dmap);
         assert!(
             message.contains("nbits 128 needs 2 words of map") && message.contains("holds 1"),
             "{message}"
@@ -1034,11 +1052,9 @@ mod tests {
     /// and length, across word boundaries and past `nbits`.
     #[test]
     fn bits_reads_as_test_bit_does() {
-        if !Header::Stable.available() {
-            eprintln!("skipped: {}", Header::Stable.provenance());
+        let Some(mut dmap) = stable_map() else {
             return;
-        }
-        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        };
         dmap.grow(KernelDBitmap::zalloc(192, Gfp::Kernel), 192);
         assert_eq!(dmap.nbits(), 192);
         for bit in [0, 1, 5, 63, 64, 65, 100, 127, 128, 150, 190, 191] {
@@ -1059,20 +1075,14 @@ mod tests {
     /// found sound before ([`KernelDBitmap::map_len`]'s memo).
     #[test]
     fn a_freed_map_is_refused_after_a_sound_read() {
-        if !Header::Stable.available() {
-            eprintln!("skipped: {}", Header::Stable.provenance());
+        let Some(mut dmap) = stable_map() else {
             return;
-        }
-        let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+        };
         assert_eq!(dmap.words().len(), 1);
         // SAFETY: frees the live block dbitmap_init allocated; the map is
         // forgotten below, before anything else frees it.
         unsafe { shim_ffi::kfree(dmap.raw.map) };
-        let refused =
-            catch_unwind(AssertUnwindSafe(|| dmap.words().len())).expect_err("read a freed map");
-        let message = refused
-            .downcast_ref::<String>()
-            .expect("a formatted panic message");
+        let message = refusal_of(&dmap);
         assert!(
             message.contains("is not a live bitmap_zalloc block"),
             "{message}"
