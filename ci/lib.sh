@@ -204,9 +204,9 @@ fuzz_flags_for() {
 # (kernel-dbitmap/build.rs), keeps every check. The Rust crates forbid
 # `unsafe` but for the FFI crate, whose reads of a C map are checked
 # against the length the shim allocated (KernelDBitmap::map_len), in
-# every build. Instrumented, the Rust code and compare tracing took some
-# two thirds of kernel_dbitmap's time (perf) for nothing Rust's own
-# checks miss (docs/results/2026-12-04-asan.md).
+# every build. Instrumented, the Rust code and compare tracing took most
+# of kernel_dbitmap's time for nothing Rust's own checks miss
+# (docs/results/2026-12-04-asan.md).
 ASAN_RUST_FLAGS=(
     -Cllvm-args=-asan-instrument-reads=0
     -Cllvm-args=-asan-instrument-writes=0

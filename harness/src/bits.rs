@@ -326,6 +326,18 @@ pub fn word(base: usize, n: usize, is_used: impl Fn(usize) -> bool) -> u64 {
     (0..n).fold(0, |word, i| word | u64::from(is_used(base + i)) << i)
 }
 
+/// Where two words of the same ids (bit `i` for id `base + i`) first
+/// differ: the id, and its bit in `a` and in `b`; `None` when they agree.
+/// How a flavour that runs two implementations reports the first id they
+/// read differently (`PoolApi::bits`).
+pub fn first_difference(base: usize, a: u64, b: u64) -> Option<(usize, bool, bool)> {
+    let differ = a ^ b;
+    (differ != 0).then(|| {
+        let i = differ.trailing_zeros();
+        (base + i as usize, a >> i & 1 == 1, b >> i & 1 == 1)
+    })
+}
+
 /// Reads the ids of `ids` a word at a time, `read(base, n)` answering the
 /// bits of ids `base..base + n` (`n <= 64`, bit `i` for id `base + i`),
 /// and compares each word with `want(base, n)`, the expected bits of the
@@ -504,6 +516,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The first differing id of two words, with each side's bit, at the
+    /// lowest and highest bit; nothing for equal words.
+    #[test]
+    fn first_difference_names_the_lowest_differing_id() {
+        assert_eq!(first_difference(100, 0b1010, 0b1010), None);
+        assert_eq!(
+            first_difference(100, 0b1000, 0b1110),
+            Some((101, false, true))
+        );
+        assert_eq!(first_difference(0, 1 << 63, 0), Some((63, true, false)));
+        assert_eq!(first_difference(64, u64::MAX, 0), Some((64, true, false)));
     }
 
     /// A pool that keeps no record is not compared, whatever the model

@@ -72,8 +72,6 @@ struct kdb_set {
 
 static _Thread_local struct kdb_set live, quarantine, pinned;
 static _Thread_local bool record_bad_frees;
-/* Counts this thread's allocations and non-NULL frees (kdb_shim_generation). */
-static _Thread_local unsigned long generation;
 static _Thread_local long bad_frees;
 
 /* Adds block p of `words` words (0 where the length is not kept). */
@@ -127,16 +125,6 @@ unsigned int kdb_shim_pending_failures(void)
 long kdb_shim_live_allocs(void)
 {
 	return (long)live.len;
-}
-
-/*
- * A number that changes whenever this thread allocates or frees a block
- * (bitmap_zalloc that returns one, kfree of anything but NULL): between
- * two equal readings, every live block stayed live with its length.
- */
-unsigned long kdb_shim_generation(void)
-{
-	return generation;
 }
 
 /*
@@ -198,10 +186,8 @@ unsigned long *kdb_shim_bitmap_zalloc(unsigned int nbits, gfp_t flags)
 		return NULL;
 	}
 	map = calloc(words ? words : 1, sizeof(unsigned long));
-	if (map) {
+	if (map)
 		set_push(&live, map, words);
-		generation++;
-	}
 	return map;
 }
 
@@ -209,7 +195,6 @@ void kdb_shim_kfree(const void *p)
 {
 	if (!p)
 		return;
-	generation++;
 	if (set_remove(&live, p)) {
 		if (KDB_ASAN) {
 			free((void *)p);

@@ -29,7 +29,6 @@
 //! assert_eq!(dmap.acquire_next_zero_bit(1), Ok(1));
 //! ```
 
-use core::cell::Cell;
 use core::ffi::{c_int, c_long, c_uint, c_ulong};
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
@@ -38,6 +37,14 @@ pub use idpool::{Gfp, NoSpace};
 
 /// Bits per word of the C bitmaps (`BITS_PER_LONG`).
 pub const BITS_PER_LONG: usize = c_ulong::BITS as usize;
+
+/// Whether bit `bit` of the C bitmap `words` is set, read in Rust (the
+/// shim's `test_bit` reads it in C); `false` past the last word.
+pub fn bit_of(words: &[c_ulong], bit: usize) -> bool {
+    words
+        .get(bit / BITS_PER_LONG)
+        .is_some_and(|w| (w >> (bit % BITS_PER_LONG)) & 1 == 1)
+}
 
 const ENOSPC: c_int = 28;
 const ENOMEM: c_int = 12;
@@ -132,7 +139,6 @@ c_functions! {
         fn pending_failures() -> c_uint;
         fn live_allocs() -> c_long;
         fn block_words(p: *const c_ulong) -> c_long;
-        fn generation() -> c_ulong;
         fn record_bad_frees(record: bool);
         fn bad_frees() -> c_long;
         fn pin_freed(p: *const c_ulong) -> bool;
@@ -296,17 +302,6 @@ pub mod shim {
         // dereferenced.
         let words = unsafe { shim_ffi::block_words(p) };
         usize::try_from(words).ok()
-    }
-
-    /// A number that changes whenever this thread allocates a block or
-    /// frees anything but NULL: between two equal readings, every block
-    /// [`block_words`] knew stayed live with its length.
-    pub fn generation() -> u64 {
-        check();
-        // SAFETY: reads a thread-local counter.
-        let generation = unsafe { shim_ffi::generation() };
-        #[allow(clippy::useless_conversion)] // c_ulong is not u64 everywhere
-        u64::from(generation)
     }
 
     /// `bitmap_zalloc(nbits, GFP_KERNEL)`: `None` is the NULL of a failed
@@ -611,11 +606,6 @@ impl Header {
 pub struct KernelDBitmap {
     raw: RawDBitmap,
     header: Header,
-    /// The map, `nbits` and [`shim::generation`] that [`Self::map_len`]
-    /// last found sound: while all three stay, no block was allocated or
-    /// freed and the map is the same, so the check holds without looking
-    /// the block up again.
-    checked: Cell<Option<(*const c_ulong, c_uint, u64)>>,
 }
 
 impl KernelDBitmap {
@@ -698,7 +688,6 @@ impl KernelDBitmap {
                 map: ptr::null_mut(),
             },
             header,
-            checked: Cell::new(None),
         }
     }
 
@@ -776,14 +765,6 @@ impl KernelDBitmap {
     /// When the map is not a live block, or is shorter than that.
     fn map_len(&self) -> usize {
         let needed = self.nbits().div_ceil(BITS_PER_LONG);
-        let now = (
-            self.raw.map.cast_const(),
-            self.raw.nbits,
-            shim::generation(),
-        );
-        if self.checked.get() == Some(now) {
-            return needed;
-        }
         let held = shim::block_words(self.raw.map);
         assert!(
             held.is_some_and(|held| held >= needed),
@@ -795,7 +776,6 @@ impl KernelDBitmap {
                 |held| format!("holds {held}")
             ),
         );
-        self.checked.set(Some(now));
         needed
     }
 
@@ -816,17 +796,14 @@ impl KernelDBitmap {
         let words = self.words();
         let end = base.saturating_add(n).min(self.nbits());
         (base..end).fold(0, |word, b| {
-            let set = (words[b / BITS_PER_LONG] >> (b % BITS_PER_LONG)) & 1;
-            word | u64::from(set == 1) << (b - base)
+            word | u64::from(bit_of(words, b)) << (b - base)
         })
     }
 
     /// The set bits, in increasing order (none when disabled).
     pub fn used_ids(&self) -> Vec<usize> {
         let words = self.words();
-        (0..self.nbits())
-            .filter(|&b| (words[b / BITS_PER_LONG] >> (b % BITS_PER_LONG)) & 1 == 1)
-            .collect()
+        (0..self.nbits()).filter(|&b| bit_of(words, b)).collect()
     }
 
     /// The smallest zero bit at or above `offset` (the shim's
@@ -1072,7 +1049,7 @@ mod tests {
 
     /// A map freed behind the wrapper's back (a header's use after free)
     /// is caught at the next read, although the same map and `nbits` were
-    /// found sound before ([`KernelDBitmap::map_len`]'s memo).
+    /// read before.
     #[test]
     fn a_freed_map_is_refused_after_a_sound_read() {
         let Some(mut dmap) = stable_map() else {

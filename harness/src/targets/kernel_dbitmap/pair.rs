@@ -61,7 +61,7 @@ use crate::targets::pool_ops::{
     Built, PoolApi, Refused, Released, Resize, Shape, DBITMAP_RESET_LIMIT,
 };
 use idpool::{Bitmap, DBitmap, Gfp, Version};
-use kernel_dbitmap::{shim, Header, KernelBitmap, KernelDBitmap, BITS_PER_LONG};
+use kernel_dbitmap::{bit_of, shim, Header, KernelBitmap, KernelDBitmap};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -194,16 +194,11 @@ impl KernelPair {
         // The same set bits: as many, and each of ours set in the kernel's.
         let words = k.words();
         let kernel_count: u32 = words.iter().map(|w| w.count_ones()).sum();
-        let kernel_has = |bit: usize| {
-            words
-                .get(bit / BITS_PER_LONG)
-                .is_some_and(|w| (w >> (bit % BITS_PER_LONG)) & 1 == 1)
-        };
         let mut ours_count = 0usize;
         let mut missing = None;
         for bit in o.used_ids() {
             ours_count += 1;
-            if missing.is_none() && !kernel_has(bit) {
+            if missing.is_none() && !bit_of(words, bit) {
                 missing = Some(bit);
             }
         }
@@ -506,10 +501,8 @@ impl PoolApi for KernelPair {
     fn bits(&self, base: usize, n: usize) -> u64 {
         let ours = crate::bits::word(base, n, |id| self.ours.test_bit(id));
         let kernel = self.kernel.bits(base, n);
-        if kernel != ours {
-            let id = base + (kernel ^ ours).trailing_zeros() as usize;
-            let bit = |word: u64| word >> (id - base) & 1 == 1;
-            self.record(|| format!("test_bit({id}): kernel {}, ours {}", bit(kernel), bit(ours)));
+        if let Some((id, kernel, ours)) = crate::bits::first_difference(base, kernel, ours) {
+            self.record(|| format!("test_bit({id}): kernel {kernel}, ours {ours}"));
         }
         ours
     }

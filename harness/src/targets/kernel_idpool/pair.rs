@@ -431,12 +431,13 @@ impl PoolApi for IdPoolPair {
     fn bits(&self, base: usize, n: usize) -> u64 {
         let ours = crate::bits::word(base, n, |id| self.ours.is_used(id));
         let kernel = self.kernel_word(base, n);
-        if ours != kernel {
-            let i = (ours ^ kernel).trailing_zeros();
-            let bit = |word: u64| word >> i & 1 == 1;
-            let id = base + i as usize;
-            let what = format_args!("is_used({id})");
-            same(&self.divergence, what, bit(kernel), bit(ours));
+        if let Some((id, kernel, ours)) = crate::bits::first_difference(base, kernel, ours) {
+            same(
+                &self.divergence,
+                format_args!("is_used({id})"),
+                kernel,
+                ours,
+            );
         }
         ours
     }

@@ -400,16 +400,8 @@ impl PoolApi for Twin {
     fn bits(&self, base: usize, n: usize) -> u64 {
         let main = crate::bits::word(base, n, |id| self.main.is_used(id));
         let fast = crate::bits::word(base, n, |id| self.fast.is_used(id));
-        if main != fast {
-            let i = (main ^ fast).trailing_zeros();
-            let bit = |word: u64| word >> i & 1 == 1;
-            let id = base + i as usize;
-            self.note(
-                Check::PoolBits,
-                format_args!("is_used({id})"),
-                bit(main),
-                bit(fast),
-            );
+        if let Some((id, main, fast)) = crate::bits::first_difference(base, main, fast) {
+            self.note(Check::PoolBits, format_args!("is_used({id})"), main, fast);
         }
         main
     }

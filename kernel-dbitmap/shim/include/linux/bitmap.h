@@ -40,8 +40,6 @@ unsigned int kdb_shim_pending_failures(void);
 long kdb_shim_live_allocs(void);
 /* The length in words of a live bitmap_zalloc block, -1 for anything else. */
 long kdb_shim_block_words(const void *p);
-/* Changes whenever this thread allocates or frees a block. */
-unsigned long kdb_shim_generation(void);
 /* Double and invalid frees: counted, and recorded instead of aborting. */
 void kdb_shim_record_bad_frees(bool record);
 long kdb_shim_bad_frees(void);
