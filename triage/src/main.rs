@@ -10,6 +10,7 @@
 //! triage report <dir>                     groups, sizes and minimised lengths, as Markdown
 //! triage states --target T <dir>...       distinct abstract states a corpus reaches, over time
 //! triage sample --target T --seconds S    distinct abstract states random inputs reach, over time
+//!                  [--explore]              (or inputs that start from a state's first input)
 //! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
 //! ```
 //!
@@ -172,6 +173,9 @@ enum Command {
         /// Which random inputs.
         #[arg(long, default_value_t = 1)]
         seed: u32,
+        /// Explore instead: each input a prefix of the first input to reach some state, then a few random bytes.
+        #[arg(long)]
+        explore: bool,
     },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {
@@ -246,7 +250,8 @@ fn main() -> ExitCode {
             inputs,
             max_len,
             seed,
-        } => states::sample_command(&target, seconds, inputs, max_len, seed, json),
+            explore,
+        } => states::sample_command(&target, seconds, inputs, max_len, seed, explore, json),
     };
     result.unwrap_or_else(|e| {
         eprintln!("triage: {e}");

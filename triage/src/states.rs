@@ -140,6 +140,70 @@ pub fn sample(
     counting.growth
 }
 
+/// The most random bytes [`explore`] appends to a prefix: a few steps.
+pub const EXPLORE_STEP: usize = 32;
+
+/// Inputs that go back to where a state was first reached and go on from
+/// there (the "go-explore" idea): after a first random input, input `i`
+/// is [`continuation`] `i` of the inputs that reached a state first, one
+/// entry per state. Counts the states as [`sample`] does.
+///
+/// A second yardstick beside [`sample`]'s: what a search that keeps every
+/// state's input and starts from it reaches in the same CPU time, free of
+/// a fuzz engine's costs (its instrumentation, the build's debug
+/// assertions, its bookkeeping). It is not how any engine here mutates.
+///
+/// # Panics
+///
+/// As [`random_input`].
+pub fn explore(
+    target: &'static dyn Target,
+    max_len: usize,
+    seed: u32,
+    mut more: impl FnMut(usize) -> bool,
+) -> Growth {
+    let start = std::time::Instant::now();
+    let mut counting = Counting::default();
+    let mut reached: Vec<Vec<u8>> = Vec::new();
+    while more(counting.growth.inputs) {
+        let i = counting.growth.inputs;
+        let data = if reached.is_empty() {
+            random_input(seed, i, max_len)
+        } else {
+            continuation(&reached, seed, i, max_len)
+        };
+        let before = counting.seen.len();
+        counting.run(target, &data, start.elapsed().as_secs_f64());
+        // INVARIANT: one entry per state counted, so that a state is
+        // picked as often as any other.
+        for _ in before..counting.seen.len() {
+            reached.push(data.clone());
+        }
+    }
+    counting.growth
+}
+
+/// Input `i` of `seed`'s exploration: one of `reached` (about uniformly),
+/// cut at a uniformly random length, then 1 to [`EXPLORE_STEP`] random
+/// bytes, within `max_len` bytes in all.
+///
+/// # Panics
+///
+/// When `reached` is empty, or `max_len` is 0.
+pub fn continuation(reached: &[Vec<u8>], seed: u32, i: usize, max_len: usize) -> Vec<u8> {
+    assert!(max_len > 0, "an input has at least one byte");
+    // Another stream than random_input's for the same seed and index.
+    let r = seeds::bytes(!(u64::from(seed) << 32 | i as u64), EXPLORE_STEP + 7);
+    let pick = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize % reached.len();
+    let base = &reached[pick];
+    let cut = (usize::from(u16::from_le_bytes([r[4], r[5]])) * (base.len() + 1) / 65_536)
+        .min(max_len - 1);
+    let add = 1 + usize::from(r[6]) * EXPLORE_STEP.min(max_len - cut) / 256;
+    let mut data = base[..cut].to_vec();
+    data.extend_from_slice(&r[7..7 + add]);
+    data
+}
+
 fn is_hidden(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
@@ -190,6 +254,7 @@ pub fn sample_command(
     inputs: Option<usize>,
     max_len: Option<usize>,
     seed: u32,
+    explored: bool,
     json: bool,
 ) -> Result<ExitCode, String> {
     let target = corpus_target(target)?;
@@ -199,6 +264,12 @@ pub fn sample_command(
             "--max-len must be 1 to {SAMPLE_MAX_LEN}, not {max_len}"
         ));
     }
+    type More<'a> = &'a mut dyn FnMut(usize) -> bool;
+    let run: fn(&'static dyn Target, usize, u32, More) -> Growth = if explored {
+        |target, max_len, seed, more| explore(target, max_len, seed, more)
+    } else {
+        |target, max_len, seed, more| sample(target, max_len, seed, more)
+    };
     let growth = match (seconds, inputs) {
         (Some(_), Some(_)) => return Err("give --seconds or --inputs, not both".into()),
         (Some(s), None) if !(s.is_finite() && s > 0.0) => {
@@ -206,15 +277,23 @@ pub fn sample_command(
         }
         (Some(s), None) => {
             let start = std::time::Instant::now();
-            sample(target, max_len, seed, |_| start.elapsed().as_secs_f64() < s)
+            run(target, max_len, seed, &mut |_| {
+                start.elapsed().as_secs_f64() < s
+            })
         }
         (None, Some(0)) => return Err("--inputs must be at least 1".into()),
         (None, n) => {
             let n = n.unwrap_or(100_000);
-            sample(target, max_len, seed, |done| done < n)
+            run(target, max_len, seed, &mut |done| done < n)
         }
     };
-    let how = format!(" (uniformly random, 1 to {max_len} bytes, seed {seed})");
+    let how = if explored {
+        format!(
+            " (explored: a prefix of a state's first input and 1 to {EXPLORE_STEP} random bytes, at most {max_len} bytes, seed {seed})"
+        )
+    } else {
+        format!(" (uniformly random, 1 to {max_len} bytes, seed {seed})")
+    };
     print(target, &growth, 0.0, &how, json);
     Ok(ExitCode::SUCCESS)
 }
@@ -252,6 +331,30 @@ fn print(target: &dyn Target, growth: &Growth, origin: f64, how: &str, json: boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_continuation_is_a_prefix_then_a_few_random_bytes() {
+        let reached = [vec![1u8; 50], vec![2u8; 10]];
+        let (mut picked, mut cuts) = (BTreeSet::new(), BTreeSet::new());
+        for i in 0..4000 {
+            let next = continuation(&reached, 1, i, 40);
+            assert!((1..=40).contains(&next.len()), "input {i}: {next:?}");
+            let base = reached
+                .iter()
+                .max_by_key(|base| base.iter().zip(&next).take_while(|(a, b)| a == b).count())
+                .unwrap();
+            let kept = base.iter().zip(&next).take_while(|(a, b)| a == b).count();
+            assert!(next.len() - kept <= EXPLORE_STEP, "input {i}: {next:?}");
+            picked.insert(base[0]);
+            cuts.insert(kept);
+        }
+        assert_eq!(picked, BTreeSet::from([1, 2]), "both inputs are picked");
+        assert!(cuts.contains(&0) && cuts.contains(&39), "cuts: {cuts:?}");
+        assert_eq!(
+            continuation(&reached, 3, 7, 40),
+            continuation(&reached, 3, 7, 40)
+        );
+    }
 
     #[test]
     fn random_inputs_have_every_length_and_differ() {
