@@ -335,6 +335,17 @@ keep_smallest() {
 TARGET_TRIPLE=${TARGET_TRIPLE:-$(rustc -vV | sed -n 's/^host: //p')}
 fuzz_bin() { printf '%s\n' "${2:-$1/fuzz/target}/$TARGET_TRIPLE/release"; }
 
+# The directory of tree $1's libFuzzer binary of target $2 as fuzz_flags_for
+# builds it: fuzz_bin, under the target directory its flags name, if any.
+fuzz_bin_of() {
+    local flags i dir=
+    read -ra flags <<<"$(fuzz_flags_for "$2")"
+    for i in "${!flags[@]}"; do
+        [ "${flags[$i]}" != --target-dir ] || dir=$1/fuzz/${flags[$((i + 1))]}
+    done
+    fuzz_bin "$1" "$dir"
+}
+
 # Runs AFL++ on one target, the same way everywhere:
 #   run_afl TREE TARGET IN OUT SECONDS
 # with its dictionary, starting from the inputs in IN, findings under OUT,

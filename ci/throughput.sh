@@ -80,10 +80,21 @@ if [ -n "$baseline" ]; then
     names+=("baseline")
 fi
 
-# build ENGINE TREE: builds that tree's targets for the engine.
+# build ENGINE TREE: builds that tree's targets for the engine. libFuzzer's
+# are built as hunts build them (ci/lib.sh fuzz_flags_for): a target linking
+# C code under AddressSanitizer, in its own target directory, is timed so.
 build() {
     case "$1" in
-    libfuzzer) (cd "$2/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}") ;;
+    libfuzzer)
+        (cd "$2/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
+        local t flags
+        for t in $(targets --engine libfuzzer); do
+            has_target libfuzzer "$2" "$t" || continue
+            read -ra flags <<<"$(fuzz_flags_for "$t")"
+            [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ] ||
+                (cd "$2/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t")
+        done
+        ;;
     afl) (cd "$2/fuzz/afl" && cargo afl build --release) ;;
     honggfuzz) (cd "$2/fuzz/honggfuzz" && cargo hfuzz build) ;;
     esac
@@ -112,7 +123,7 @@ run_once() {
     libfuzzer)
         local dict=()
         [ -f "$tree/fuzz/dict/$t.dict" ] && dict=(-dict="$tree/fuzz/dict/$t.dict")
-        "$(fuzz_bin "$tree")/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
+        "$(fuzz_bin_of "$tree" "$t")/$t" "$dir/new" "$corpus" "${dict[@]}" "${seed[@]}" \
             -max_total_time="$seconds" "${LIBFUZZER_LIMITS[@]}" \
             "${schedule[@]}" -artifact_prefix="$dir/" -print_final_stats=1 > "$dir/log" 2>&1 || true
         sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log"
