@@ -341,7 +341,7 @@ fuzz_bin_of() {
     local flags i dir=
     read -ra flags <<<"$(fuzz_flags_for "$2")"
     for i in "${!flags[@]}"; do
-        [ "${flags[$i]}" != --target-dir ] || dir=$1/fuzz/${flags[$((i + 1))]}
+        [ "${flags[$i]}" != --target-dir ] || dir=$1/fuzz/${flags[$((i + 1))]:?--target-dir without a directory}
     done
     fuzz_bin "$1" "$dir"
 }

@@ -29,7 +29,10 @@
 #                   corpus measures, and deep inputs weigh on it)
 #
 # Every run uses the target's dictionary and LIBFUZZER_FLAGS (ci/lib.sh)
-# like every other libFuzzer run. The targets default to those the
+# like every other libFuzzer run, and each target is built as its hunts
+# build it (ci/lib.sh fuzz_flags_for: kernel_dbitmap under
+# AddressSanitizer), a --baseline tree with this tree's flags too; the
+# page names the targets built apart. The targets default to those the
 # registry lists for each engine; with --baseline, a target the baseline
 # does not have is measured on the current tree alone. The table is a
 # result page (docs/results/<date>-throughput.md). Scratch files stay under
@@ -67,6 +70,7 @@ done
 [ "$from_empty" = 0 ] || [ "$engines" = libfuzzer ] ||
     die "--from-empty runs libFuzzer only (AFL++ and honggfuzz need seed inputs): drop --engines $engines"
 engine_filter=()
+read_registry
 [ ${#targets[@]} -eq 0 ] || check_targets "${targets[@]}"
 
 work="${THROUGHPUT_WORK:-${TMPDIR:-/tmp}/idpool-throughput}"
@@ -80,20 +84,17 @@ if [ -n "$baseline" ]; then
     names+=("baseline")
 fi
 
-# build ENGINE TREE: builds that tree's targets for the engine. libFuzzer's
-# are built as hunts build them (ci/lib.sh fuzz_flags_for): a target linking
-# C code under AddressSanitizer, in its own target directory, is timed so.
+# build ENGINE TREE TARGET...: builds the targets that tree has for the
+# engine; libFuzzer's as hunts build them (ci/lib.sh fuzz_build).
 build() {
-    case "$1" in
+    local engine=$1 tree=$2 t have=()
+    shift 2
+    case "$engine" in
     libfuzzer)
-        (cd "$2/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
-        local t flags
-        for t in $(targets --engine libfuzzer); do
-            has_target libfuzzer "$2" "$t" || continue
-            read -ra flags <<<"$(fuzz_flags_for "$t")"
-            [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ] ||
-                (cd "$2/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t")
+        for t in "$@"; do
+            if has_target libfuzzer "$tree" "$t"; then have+=("$t"); fi
         done
+        [ ${#have[@]} -eq 0 ] || fuzz_build "$tree" "${have[@]}"
         ;;
     afl) (cd "$2/fuzz/afl" && cargo afl build --release) ;;
     honggfuzz) (cd "$2/fuzz/honggfuzz" && cargo hfuzz build) ;;
@@ -140,16 +141,22 @@ run_once() {
 }
 
 rows=()
+apart=()
 for engine in ${engines//,/ }; do
     case "$engine" in
     libfuzzer) "$ROOT/ci/install-fuzzers.sh" cargo-fuzz ;;
     *) "$ROOT/ci/install-fuzzers.sh" "$engine" ;;
     esac
+    if [ ${#targets[@]} -gt 0 ]; then list=("${targets[@]}"); else mapfile -t list < <(targets --engine "$engine"); fi
     for i in "${!trees[@]}"; do
         step "$engine: building the ${names[$i]} tree"
-        build "$engine" "${trees[$i]}"
+        build "$engine" "${trees[$i]}" "${list[@]}"
     done
-    if [ ${#targets[@]} -gt 0 ]; then list=("${targets[@]}"); else mapfile -t list < <(targets --engine "$engine"); fi
+    if [ "$engine" = libfuzzer ]; then
+        for t in "${list[@]}"; do
+            [ "$(fuzz_flags_for "$t")" = "${FUZZ_BUILD_FLAGS[*]}" ] || apart+=("\`$t\` (\`cargo fuzz build $(fuzz_flags_for "$t")\`)")
+        done
+    fi
     for t in "${list[@]}"; do
         declare -A rates=()
         for r in $(seq 1 "$runs"); do
@@ -196,6 +203,10 @@ page=$(result_page throughput)
         echo "| --- | --- | ---: |"
     fi
     printf '%s\n' "${rows[@]}"
+    if [ ${#apart[@]} -gt 0 ]; then
+        echo
+        echo "libFuzzer's builds: \`cargo fuzz build ${FUZZ_BUILD_FLAGS[*]}\`, as hunts build them; built apart, as their hunts are: ${apart[*]} (fuzz_cargo adds ci/lib.sh's ASAN_RUST_FLAGS to an ASan build's RUSTFLAGS)."
+    fi
 } > "$page"
 echo
 cat "$page"

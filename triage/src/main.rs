@@ -10,7 +10,7 @@
 //! triage report <dir>                     groups, sizes and minimised lengths, as Markdown
 //! triage states --target T <dir>...       distinct abstract states a corpus reaches, over time
 //! triage sample --target T --seconds S    distinct abstract states random inputs reach, over time
-//!                  [--explore]              (or inputs that start from a state's first input)
+//!   [--explore]                           (or inputs that go on from a state's first input)
 //! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
 //! ```
 //!
@@ -156,7 +156,7 @@ enum Command {
         #[arg(long)]
         since: Option<u64>,
     },
-    /// Count the distinct abstract states uniformly random inputs reach: a yardstick for a fuzzer's states per CPU-minute.
+    /// Count the distinct abstract states uniformly random inputs (or an exploration, --explore) reach: a yardstick for a fuzzer's states per CPU-minute.
     Sample {
         /// The target to run them on.
         #[arg(long)]
@@ -167,13 +167,13 @@ enum Command {
         /// Or run this many inputs (the default: 100000).
         #[arg(long)]
         inputs: Option<usize>,
-        /// The longest input, in bytes; lengths are uniform from 1 (default: the target's hunt_max_len).
+        /// The longest input, in bytes (default: the target's hunt_max_len); random inputs' lengths are uniform from 1, an exploration's stay short (a prefix and a few bytes).
         #[arg(long)]
         max_len: Option<usize>,
         /// Which random inputs.
         #[arg(long, default_value_t = 1)]
         seed: u32,
-        /// Explore instead: each input a prefix of the first input to reach some state, then a few random bytes.
+        /// Explore instead: each input a prefix (of any length) of the first input to reach some state, then 1 to 32 random bytes.
         #[arg(long)]
         explore: bool,
     },

@@ -143,15 +143,17 @@ pub fn sample(
 /// The most random bytes [`explore`] appends to a prefix: a few steps.
 pub const EXPLORE_STEP: usize = 32;
 
-/// Inputs that go back to where a state was first reached and go on from
-/// there (the "go-explore" idea): after a first random input, input `i`
-/// is [`continuation`] `i` of the inputs that reached a state first, one
-/// entry per state. Counts the states as [`sample`] does.
+/// Inputs that start again from an input that reached a state and go on
+/// elsewhere (the "go-explore" idea): after a first random input, input
+/// `i` is [`continuation`] `i` of the inputs that reached a state first,
+/// one entry per state. Counts the states as [`sample`] does.
 ///
-/// A second yardstick beside [`sample`]'s: what a search that keeps every
-/// state's input and starts from it reaches in the same CPU time, free of
-/// a fuzz engine's costs (its instrumentation, the build's debug
-/// assertions, its bookkeeping). It is not how any engine here mutates.
+/// A second yardstick beside [`sample`]'s: what a search that keeps each
+/// state's first input and starts from it reaches in some CPU time, with
+/// none of a fuzz engine's instrumentation or bookkeeping. Like every
+/// `triage` command it runs the release build, where the allocator's
+/// `debug_assert!`s, which are checks, do not run: a yardstick, not a
+/// hunt. It is not how any engine here mutates.
 ///
 /// # Panics
 ///
@@ -170,7 +172,7 @@ pub fn explore(
         let data = if reached.is_empty() {
             random_input(seed, i, max_len)
         } else {
-            continuation(&reached, seed, i, max_len)
+            continuation(&reached, seed, i, max_len).input(&reached)
         };
         let before = counting.seen.len();
         counting.run(target, &data, start.elapsed().as_secs_f64());
@@ -183,25 +185,47 @@ pub fn explore(
     counting.growth
 }
 
+/// Where an exploration's input goes on from ([`continuation`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continuation {
+    /// Which of the inputs that reached a state.
+    pub pick: usize,
+    /// How many of its bytes are kept.
+    pub cut: usize,
+    /// The random bytes after them: 1 to [`EXPLORE_STEP`].
+    pub tail: Vec<u8>,
+}
+
+impl Continuation {
+    /// The input: the picked input's first `cut` bytes, then the tail.
+    pub fn input(&self, reached: &[Vec<u8>]) -> Vec<u8> {
+        let mut data = reached[self.pick][..self.cut].to_vec();
+        data.extend_from_slice(&self.tail);
+        data
+    }
+}
+
 /// Input `i` of `seed`'s exploration: one of `reached` (about uniformly),
 /// cut at a uniformly random length, then 1 to [`EXPLORE_STEP`] random
 /// bytes, within `max_len` bytes in all.
 ///
 /// # Panics
 ///
-/// When `reached` is empty, or `max_len` is 0.
-pub fn continuation(reached: &[Vec<u8>], seed: u32, i: usize, max_len: usize) -> Vec<u8> {
+/// When `reached` is empty, `max_len` is 0, or `i` is 2^32 or more.
+pub fn continuation(reached: &[Vec<u8>], seed: u32, i: usize, max_len: usize) -> Continuation {
     assert!(max_len > 0, "an input has at least one byte");
+    let i = u32::try_from(i).expect("at most 2^32 inputs per seed");
     // Another stream than random_input's for the same seed and index.
-    let r = seeds::bytes(!(u64::from(seed) << 32 | i as u64), EXPLORE_STEP + 7);
+    let r = seeds::bytes(!(u64::from(seed) << 32 | u64::from(i)), EXPLORE_STEP + 7);
     let pick = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize % reached.len();
-    let base = &reached[pick];
-    let cut = (usize::from(u16::from_le_bytes([r[4], r[5]])) * (base.len() + 1) / 65_536)
-        .min(max_len - 1);
+    let len = reached[pick].len();
+    let cut = (usize::from(u16::from_le_bytes([r[4], r[5]])) * (len + 1) / 65_536).min(max_len - 1);
     let add = 1 + usize::from(r[6]) * EXPLORE_STEP.min(max_len - cut) / 256;
-    let mut data = base[..cut].to_vec();
-    data.extend_from_slice(&r[7..7 + add]);
-    data
+    Continuation {
+        pick,
+        cut,
+        tail: r[7..7 + add].to_vec(),
+    }
 }
 
 fn is_hidden(path: &Path) -> bool {
@@ -240,14 +264,16 @@ pub fn command(
         None => growth.points.first().map_or(0.0, |p| p.0),
         Some(_) => 0.0,
     };
-    print(target, &growth, origin, "", json);
+    print(target, &growth, origin, "", Vec::new(), json);
     Ok(ExitCode::SUCCESS)
 }
 
 /// `triage sample`: the states uniformly random inputs of 1 to `max_len`
 /// bytes (default the target's `hunt_max_len`) reach on `target` in
-/// `seconds` on one core, or in `inputs` inputs; printed as by `triage
-/// states`.
+/// `seconds` on one core, or in `inputs` inputs, or, when `explored`, the
+/// inputs of an exploration ([`explore`]) of at most `max_len` bytes;
+/// printed as by `triage states`, the JSON with `explore`, `max_len` and
+/// `seed` too.
 pub fn sample_command(
     target: &str,
     seconds: Option<f64>,
@@ -287,33 +313,61 @@ pub fn sample_command(
             run(target, max_len, seed, &mut |done| done < n)
         }
     };
+    let bytes = |n: usize| {
+        if n == 1 {
+            "1 byte".to_string()
+        } else {
+            format!("{n} bytes")
+        }
+    };
     let how = if explored {
+        let tail = match EXPLORE_STEP.min(max_len) {
+            1 => "1 random byte".to_string(),
+            step => format!("1 to {step} random bytes"),
+        };
         format!(
-            " (explored: a prefix of a state's first input and 1 to {EXPLORE_STEP} random bytes, at most {max_len} bytes, seed {seed})"
+            " (explored: a prefix of a state's first input, then {tail}, at most {}, seed {seed})",
+            bytes(max_len)
         )
     } else {
-        format!(" (uniformly random, 1 to {max_len} bytes, seed {seed})")
+        format!(" (uniformly random, 1 to {}, seed {seed})", bytes(max_len))
     };
-    print(target, &growth, 0.0, &how, json);
+    let settings = vec![
+        ("explore", Json::Bool(explored)),
+        ("max_len", Json::int(max_len)),
+        ("seed", Json::int(seed as usize)),
+    ];
+    print(target, &growth, 0.0, &how, settings, json);
     Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a growth as `triage states` does: points from `origin`, and the
 /// total; `how` follows "inputs" in the prose.
-fn print(target: &dyn Target, growth: &Growth, origin: f64, how: &str, json: bool) {
+/// `settings` go into the JSON object after the counts (how the inputs
+/// were made, for `triage sample`).
+fn print(
+    target: &dyn Target,
+    growth: &Growth,
+    origin: f64,
+    how: &str,
+    settings: Vec<(&'static str, Json)>,
+    json: bool,
+) {
     let total = growth.points.last().map_or(0, |p| p.1);
     if json {
         let points = growth
             .points
             .iter()
             .map(|&(secs, count)| Json::Arr(vec![Json::Num(secs - origin), Json::int(count)]));
-        let value = Json::Obj(vec![
+        let mut fields = vec![
             ("target", Json::str(target.name())),
             ("inputs", Json::int(growth.inputs)),
             ("failing", Json::int(growth.failing)),
             ("states", Json::int(total)),
             ("points", Json::Arr(points.collect())),
-        ]);
+        ];
+        fields.extend(settings);
+        let value = Json::Obj(fields);
         println!("{value}");
         return;
     }
@@ -334,25 +388,42 @@ mod tests {
 
     #[test]
     fn a_continuation_is_a_prefix_then_a_few_random_bytes() {
-        let reached = [vec![1u8; 50], vec![2u8; 10]];
-        let (mut picked, mut cuts) = (BTreeSet::new(), BTreeSet::new());
+        // Distinct bytes, so that a prefix is told from any other slice.
+        let reached = [(0..50).collect::<Vec<u8>>(), (100..110).collect()];
+        let max_len = 40;
+        let (mut picked, mut cuts, mut tails) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
         for i in 0..4000 {
-            let next = continuation(&reached, 1, i, 40);
-            assert!((1..=40).contains(&next.len()), "input {i}: {next:?}");
-            let base = reached
-                .iter()
-                .max_by_key(|base| base.iter().zip(&next).take_while(|(a, b)| a == b).count())
-                .unwrap();
-            let kept = base.iter().zip(&next).take_while(|(a, b)| a == b).count();
-            assert!(next.len() - kept <= EXPLORE_STEP, "input {i}: {next:?}");
-            picked.insert(base[0]);
-            cuts.insert(kept);
+            let next = continuation(&reached, 1, i, max_len);
+            let base = &reached[next.pick];
+            assert!(
+                next.cut <= base.len() && next.cut < max_len,
+                "input {i}: {next:?}"
+            );
+            let room = EXPLORE_STEP.min(max_len - next.cut);
+            assert!((1..=room).contains(&next.tail.len()), "input {i}: {next:?}");
+            let input = next.input(&reached);
+            assert_eq!(input[..next.cut], base[..next.cut], "input {i}: a prefix");
+            assert_eq!(input[next.cut..], next.tail[..], "input {i}: then the tail");
+            picked.insert(next.pick);
+            cuts.insert((next.pick, next.cut));
+            tails.insert(next.tail);
         }
-        assert_eq!(picked, BTreeSet::from([1, 2]), "both inputs are picked");
-        assert!(cuts.contains(&0) && cuts.contains(&39), "cuts: {cuts:?}");
+        assert_eq!(picked, BTreeSet::from([0, 1]), "both inputs are picked");
+        for cut in [(0, 0), (0, 39), (1, 0), (1, 10)] {
+            assert!(cuts.contains(&cut), "no cut {cut:?}");
+        }
+        assert!(
+            tails.len() > 3000,
+            "the tails differ: {} distinct",
+            tails.len()
+        );
         assert_eq!(
             continuation(&reached, 3, 7, 40),
             continuation(&reached, 3, 7, 40)
+        );
+        assert_ne!(
+            continuation(&reached, 3, 7, 40),
+            continuation(&reached, 4, 7, 40)
         );
     }
 
