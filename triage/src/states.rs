@@ -129,13 +129,35 @@ pub fn sample(
     target: &'static dyn Target,
     max_len: usize,
     seed: u32,
+    more: impl FnMut(usize) -> bool,
+) -> Growth {
+    run_inputs(target, more, false, |i, _| random_input(seed, i, max_len))
+}
+
+/// Runs `next(i, reached)` for i = 0, 1, 2, ... on `target` until
+/// `more(inputs run so far)` says no, and counts their states, one point
+/// per second since the start. When `keep`, `reached` holds each input
+/// that reached a new state once per such state; otherwise it stays empty.
+fn run_inputs(
+    target: &'static dyn Target,
     mut more: impl FnMut(usize) -> bool,
+    keep: bool,
+    mut next: impl FnMut(usize, &[Vec<u8>]) -> Vec<u8>,
 ) -> Growth {
     let start = std::time::Instant::now();
     let mut counting = Counting::default();
+    let mut reached: Vec<Vec<u8>> = Vec::new();
     while more(counting.growth.inputs) {
-        let data = random_input(seed, counting.growth.inputs, max_len);
+        let data = next(counting.growth.inputs, &reached);
+        let before = counting.seen.len();
         counting.run(target, &data, start.elapsed().as_secs_f64());
+        if keep {
+            // INVARIANT: one entry per state counted, so that a state is
+            // picked as often as any other.
+            for _ in before..counting.seen.len() {
+                reached.push(data.clone());
+            }
+        }
     }
     counting.growth
 }
@@ -162,27 +184,15 @@ pub fn explore(
     target: &'static dyn Target,
     max_len: usize,
     seed: u32,
-    mut more: impl FnMut(usize) -> bool,
+    more: impl FnMut(usize) -> bool,
 ) -> Growth {
-    let start = std::time::Instant::now();
-    let mut counting = Counting::default();
-    let mut reached: Vec<Vec<u8>> = Vec::new();
-    while more(counting.growth.inputs) {
-        let i = counting.growth.inputs;
-        let data = if reached.is_empty() {
+    run_inputs(target, more, true, |i, reached| {
+        if reached.is_empty() {
             random_input(seed, i, max_len)
         } else {
-            continuation(&reached, seed, i, max_len).input(&reached)
-        };
-        let before = counting.seen.len();
-        counting.run(target, &data, start.elapsed().as_secs_f64());
-        // INVARIANT: one entry per state counted, so that a state is
-        // picked as often as any other.
-        for _ in before..counting.seen.len() {
-            reached.push(data.clone());
+            continuation(reached, seed, i, max_len).input(reached)
         }
-    }
-    counting.growth
+    })
 }
 
 /// Where an exploration's input goes on from ([`continuation`]).
