@@ -36,8 +36,10 @@
 #
 # Targets default to those the registry lists for libFuzzer with a corpus
 # (with --baseline, those the baseline has too; a target it lacks is
-# `n/a`). Every corpus is counted by this tree's `triage states`, one
-# yardstick for both variants. The states per CPU-minute are the distinct
+# `n/a`). Both variants run with this tree's hunt_max_len (each with its
+# own dictionary), so a change to a target's length is compared by hand
+# (docs/results/2026-12-04-feedback-experiments.md); every corpus is
+# counted by this tree's `triage states`, one yardstick for both variants. The states per CPU-minute are the distinct
 # states at the end of a run divided by its minutes (each run has one
 # core). The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
