@@ -7,7 +7,8 @@
 # states`, exact and engine-independent) and prints a table.
 #
 #   ci/state-feedback.sh [--seconds N] [--seeds 1,2,3] [--baseline REV]
-#                        [--baseline-schedule FLAGS] [TARGET...]
+#                        [--baseline-schedule FLAGS] [--baseline-build FLAGS]
+#                        [--yardstick] [TARGET...]
 #
 #   --seconds N     how long each run lasts (default 60)
 #   --seeds LIST    libFuzzer seeds, comma-separated (default 1,2,3)
@@ -30,6 +31,9 @@
 #                   flags and its ASAN_RUST_FLAGS: the flags REV's own
 #                   ci/lib.sh gave, e.g. '-O --debug-assertions --sanitizer
 #                   address' before 2026-12-04
+#   --yardstick     also run `triage sample --explore` for as long, with
+#                   each seed, on one core: the states an exploration
+#                   reaches in the same CPU time, a third column
 #
 # Each target is built as its hunts build it (ci/lib.sh fuzz_flags_for):
 # one under AddressSanitizer apart, with its flags.
@@ -56,6 +60,7 @@ baseline_schedule=("${LIBFUZZER_SCHEDULE[@]}")
 schedule_given=0
 baseline_build=()
 build_given=0
+yardstick=0
 targets_given=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -68,6 +73,7 @@ while [ $# -gt 0 ]; do
     --baseline-build)
         [ -n "${2:-}" ] || die "--baseline-build needs cargo-fuzz's build flags"
         read -ra baseline_build <<<"$2"; build_given=1; shift 2 ;;
+    --yardstick) yardstick=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) targets_given+=("$1"); shift ;;
@@ -176,6 +182,12 @@ for t in "${list[@]}"; do
             rates[$v]+="$(per_minute "${states[$v]}") "
             echo "   ${states[$v]} states, cov ${cov[$v]:-?}, ${execs[$v]:-?} runs" >&2
         done
+        if [ "$yardstick" = 1 ]; then
+            step "$t, seed $seed, exploration (${seconds}s)"
+            explored=$("$triage" --json sample --target "$t" --seconds "$seconds" --explore --seed "$seed" | jq -r .states)
+            rates[explored]+="$(per_minute "$explored") "
+            echo "   $explored states" >&2
+        fi
         a=${variants[0]} b=${variants[1]}
         rows+=("| $t | $seed | ${states[$a]:-?} | ${states[$b]:-?} | ${cov[$a]:-?} | ${cov[$b]:-?} | ${execs[$a]:-?} | ${execs[$b]:-?} |")
         unset states cov execs
@@ -183,7 +195,12 @@ for t in "${list[@]}"; do
     ma=$(tr ' ' '\n' <<<"${rates[${variants[0]}]:-}" | grep . | median)
     mb=$(tr ' ' '\n' <<<"${rates[${variants[1]}]:-}" | grep . | median)
     ratio=$(awk -v a="$ma" -v b="$mb" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "n/a" }')
-    summary+=("| $t | ${ma} | ${mb/\?/n/a} | $ratio |")
+    if [ "$yardstick" = 1 ]; then
+        mx=$(tr ' ' '\n' <<<"${rates[explored]}" | grep . | median)
+        summary+=("| $t | ${ma} | ${mb/\?/n/a} | $ratio | $mx |")
+    else
+        summary+=("| $t | ${ma} | ${mb/\?/n/a} | $ratio |")
+    fi
     unset rates
 done
 
@@ -200,9 +217,16 @@ page=$(result_page state-feedback)
         [ "$build_given" = 0 ] ||
             echo "The baseline's targets built apart: \`cargo fuzz build ${baseline_build[*]}\` (this tree's: ci/lib.sh \`fuzz_flags_for\`, with ASAN_RUST_FLAGS)."
     fi
+    [ "$yardstick" = 0 ] ||
+        echo "The exploration: \`triage sample --explore --seconds ${seconds}\` with each seed, on one core, its median per CPU-minute (a yardstick: docs/design.md)."
     echo
-    echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio |"
-    echo "| --- | ---: | ---: | ---: |"
+    if [ "$yardstick" = 1 ]; then
+        echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio | exploration |"
+        echo "| --- | ---: | ---: | ---: | ---: |"
+    else
+        echo "| target | ${labels[0]}, states per CPU-minute | ${labels[1]} | ratio |"
+        echo "| --- | ---: | ---: | ---: |"
+    fi
     printf '%s\n' "${summary[@]}"
     echo
     echo "Every run (states, libFuzzer's edges, executions):"
