@@ -165,6 +165,7 @@ run() {
 per_minute() { awk -v s="$1" -v t="$seconds" 'BEGIN { if (s ~ /^[0-9]+$/) printf "%.0f", s * 60 / t; else print "?" }'; }
 
 rows=() summary=()
+declare -A explored_seeds=()
 for t in "${list[@]}"; do
     hunt_flags "$t" # this tree's lengths, for both variants
     declare -A rates=()
@@ -186,6 +187,7 @@ for t in "${list[@]}"; do
             step "$t, seed $seed, exploration (${seconds}s)"
             explored=$("$triage" --json sample --target "$t" --seconds "$seconds" --explore --seed "$seed" | jq -r .states)
             rates[explored]+="$(per_minute "$explored") "
+            explored_seeds[$t]+="${explored_seeds[$t]:+, }$explored"
             echo "   $explored states" >&2
         fi
         a=${variants[0]} b=${variants[1]}
@@ -237,6 +239,12 @@ page=$(result_page state-feedback)
     echo
     echo "(libFuzzer's edges count the feedback's own slots too: compare states, not cov, across"
     echo "builds whose feedback differs.)"
+    if [ "$yardstick" = 1 ]; then
+        echo
+        echo "The exploration's states, seed by seed ($seeds):"
+        echo
+        for t in "${list[@]}"; do echo "- $t: ${explored_seeds[$t]:-?}"; done
+    fi
 } > "$page"
 echo
 cat "$page"
