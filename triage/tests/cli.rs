@@ -17,11 +17,12 @@ fn triage(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("triage-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory of its own, removed when the test ends.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("triage-cli-{name}-"))
+        .tempdir()
+        .expect("a scratch directory")
 }
 
 const PASSING: &str =
@@ -29,7 +30,8 @@ const PASSING: &str =
 
 #[test]
 fn bad_input_gets_one_line_and_exit_2() {
-    let dir = scratch("bad");
+    let tmp = scratch("bad");
+    let dir = tmp.path();
     let write = |name: &str, data: &[u8]| {
         let p = dir.join(name);
         std::fs::write(&p, data).unwrap();
@@ -77,7 +79,8 @@ fn bad_input_gets_one_line_and_exit_2() {
 
 #[test]
 fn a_passing_trace_exits_0_and_minimize_refuses_it() {
-    let dir = scratch("pass");
+    let tmp = scratch("pass");
+    let dir = tmp.path();
     let trace = dir.join("ok.trace");
     std::fs::write(&trace, PASSING).unwrap();
     let (code, out, _) = triage(&["repro", trace.to_str().unwrap()]);
@@ -95,7 +98,8 @@ fn a_passing_trace_exits_0_and_minimize_refuses_it() {
 
 #[test]
 fn dedup_groups_and_reports_passing_inputs() {
-    let dir = scratch("dedup");
+    let tmp = scratch("dedup");
+    let dir = tmp.path();
     for i in 0..3 {
         std::fs::write(dir.join(format!("{i}.trace")), PASSING).unwrap();
     }
@@ -115,7 +119,8 @@ fn dedup_groups_and_reports_passing_inputs() {
 
 #[test]
 fn timeout_and_oom_artifacts_are_grouped_without_a_replay() {
-    let dir = scratch("resource");
+    let tmp = scratch("resource");
+    let dir = tmp.path();
     let artifacts = dir.join("pool_ops");
     std::fs::create_dir_all(&artifacts).unwrap();
     std::fs::write(artifacts.join("timeout-0123"), b"\x00\x01\x02").unwrap();
@@ -268,7 +273,8 @@ fn table_cases() -> Vec<(&'static str, String, &'static str)> {
 /// with one line naming the line and the allowed range, exit 2.
 #[test]
 fn out_of_range_values_are_refused_before_anything_runs() {
-    let dir = scratch("range");
+    let tmp = scratch("range");
+    let dir = tmp.path();
     let cases = [concurrent_cases(), pool_cases(), table_cases()].concat();
     for (name, text, expected) in cases {
         let path = dir.join(format!("{name}.trace"));
@@ -307,9 +313,8 @@ fn counts(stdout: &str) -> Vec<usize> {
 
 #[test]
 fn states_more_inputs_reach_more_states() {
-    let dir = std::env::temp_dir().join(format!("triage-states-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = scratch("states");
+    let dir = tmp.path();
     // One input: the empty program.
     std::fs::write(dir.join("a"), b"").unwrap();
     let (code, one, _) = triage(&["states", "--target", "pool_ops", dir.to_str().unwrap()]);
@@ -420,7 +425,8 @@ const FAILING: &str = "idpool-trace v1\ntarget handle_table\nversion c-v3\nversu
 
 #[test]
 fn json_is_one_line_of_what_the_scripts_read() {
-    let dir = scratch("json");
+    let tmp = scratch("json");
+    let dir = tmp.path();
     let trace = dir.join("v3.trace");
     std::fs::write(&trace, FAILING).unwrap();
     let trace = trace.to_str().unwrap();
