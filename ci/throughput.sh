@@ -154,7 +154,8 @@ for engine in ${engines//,/ }; do
     done
     if [ "$engine" = libfuzzer ]; then
         for t in "${list[@]}"; do
-            [ "$(fuzz_flags_for "$t")" = "${FUZZ_BUILD_FLAGS[*]}" ] || apart+=("\`$t\` (\`cargo fuzz build $(fuzz_flags_for "$t")\`)")
+            flags=$(fuzz_flags_for "$t")
+            [ "$flags" = "${FUZZ_BUILD_FLAGS[*]}" ] || apart+=("\`$t\` (\`cargo fuzz build $flags\`)")
         done
     fi
     for t in "${list[@]}"; do
