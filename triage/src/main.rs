@@ -161,7 +161,7 @@ enum Command {
         /// The target to run them on.
         #[arg(long)]
         target: String,
-        /// Run inputs for this many seconds (on one core).
+        /// Run inputs for this many seconds (on one core), saying how far it got on stderr every 30 s.
         #[arg(long)]
         seconds: Option<f64>,
         /// Or run this many inputs (the default: 100000).

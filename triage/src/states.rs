@@ -117,7 +117,7 @@ pub fn random_input(seed: u32, i: usize, max_len: usize) -> Vec<u8> {
 }
 
 /// Uniformly random inputs, as a yardstick for a fuzzer's states:
-/// [`random_input`] 0, 1, 2, ... of `seed`, run until `more(inputs run so
+/// [`random_input`] 0, 1, 2, ... of `seed`, run until `more(the growth so
 /// far)` says no. Counts the distinct states they reach (every input
 /// run's, where a fuzzer's corpus has those of the inputs it kept), with
 /// one point per second since the start.
@@ -129,25 +129,25 @@ pub fn sample(
     target: &'static dyn Target,
     max_len: usize,
     seed: u32,
-    more: impl FnMut(usize) -> bool,
+    more: impl FnMut(&Growth) -> bool,
 ) -> Growth {
     run_inputs(target, more, false, |i, _| random_input(seed, i, max_len))
 }
 
 /// Runs `next(i, reached)` for i = 0, 1, 2, ... on `target` until
-/// `more(inputs run so far)` says no, and counts their states, one point
+/// `more(the growth so far)` says no, and counts their states, one point
 /// per second since the start. When `keep`, `reached` holds each input
 /// that reached a new state once per such state; otherwise it stays empty.
 fn run_inputs(
     target: &'static dyn Target,
-    mut more: impl FnMut(usize) -> bool,
+    mut more: impl FnMut(&Growth) -> bool,
     keep: bool,
     mut next: impl FnMut(usize, &[Vec<u8>]) -> Vec<u8>,
 ) -> Growth {
     let start = std::time::Instant::now();
     let mut counting = Counting::default();
     let mut reached: Vec<Vec<u8>> = Vec::new();
-    while more(counting.growth.inputs) {
+    while more(&counting.growth) {
         let data = next(counting.growth.inputs, &reached);
         let before = counting.seen.len();
         counting.run(target, &data, start.elapsed().as_secs_f64());
@@ -184,7 +184,7 @@ pub fn explore(
     target: &'static dyn Target,
     max_len: usize,
     seed: u32,
-    more: impl FnMut(usize) -> bool,
+    more: impl FnMut(&Growth) -> bool,
 ) -> Growth {
     run_inputs(target, more, true, |i, reached| {
         if reached.is_empty() {
@@ -300,7 +300,7 @@ pub fn sample_command(
             "--max-len must be 1 to {SAMPLE_MAX_LEN}, not {max_len}"
         ));
     }
-    type More<'a> = &'a mut dyn FnMut(usize) -> bool;
+    type More<'a> = &'a mut dyn FnMut(&Growth) -> bool;
     let run: fn(&'static dyn Target, usize, u32, More) -> Growth = if explored {
         |target, max_len, seed, more| explore(target, max_len, seed, more)
     } else {
@@ -313,14 +313,19 @@ pub fn sample_command(
         }
         (Some(s), None) => {
             let start = std::time::Instant::now();
-            run(target, max_len, seed, &mut |_| {
-                start.elapsed().as_secs_f64() < s
+            let mut progress = Progress::every(PROGRESS_EVERY);
+            run(target, max_len, seed, &mut |growth| {
+                let elapsed = start.elapsed();
+                if let Some(line) = progress.line(elapsed, growth) {
+                    eprintln!("triage sample: {}: {line}", target.name());
+                }
+                elapsed.as_secs_f64() < s
             })
         }
         (None, Some(0)) => return Err("--inputs must be at least 1".into()),
         (None, n) => {
             let n = n.unwrap_or(100_000);
-            run(target, max_len, seed, &mut |done| done < n)
+            run(target, max_len, seed, &mut |growth| growth.inputs < n)
         }
     };
     let bytes = |n: usize| {
@@ -349,6 +354,54 @@ pub fn sample_command(
     ];
     print(target, &growth, 0.0, &how, settings, json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often a timed `triage sample` says how far it got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
+/// A long run's progress lines (on stderr): one each time another `every`
+/// has passed, with the states and inputs so far, so that a half-hour
+/// exploration is not silent until its end.
+struct Progress {
+    every: Duration,
+    next: Duration,
+}
+
+impl Progress {
+    fn every(every: Duration) -> Self {
+        Progress { every, next: every }
+    }
+
+    /// The line due at `elapsed`, if one is: `30 s: 6,074 states from
+    /// 612,345 inputs`.
+    fn line(&mut self, elapsed: Duration, growth: &Growth) -> Option<String> {
+        if elapsed < self.next {
+            return None;
+        }
+        while self.next <= elapsed {
+            self.next += self.every;
+        }
+        let states = growth.points.last().map_or(0, |p| p.1);
+        Some(format!(
+            "{} s: {} states from {} inputs",
+            elapsed.as_secs(),
+            thousands(states),
+            thousands(growth.inputs)
+        ))
+    }
+}
+
+/// `n` with commas between its thousands.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 /// Prints a growth as `triage states` does: points from `origin`, and the
@@ -435,6 +488,45 @@ mod tests {
             continuation(&reached, 3, 7, 40),
             continuation(&reached, 4, 7, 40)
         );
+    }
+
+    #[test]
+    fn a_long_run_says_how_far_it_got_once_per_interval() {
+        let mut progress = Progress::every(Duration::from_secs(30));
+        let growth = |states: usize, inputs: usize| Growth {
+            points: vec![(0.0, 1), (12.0, states)],
+            inputs,
+            failing: 0,
+        };
+        let at = |s: u64| Duration::from_millis(s * 1000 + 400);
+        assert_eq!(progress.line(at(0), &growth(1, 10)), None);
+        assert_eq!(progress.line(at(29), &growth(5, 100)), None);
+        assert_eq!(
+            progress.line(at(30), &growth(6074, 612_345)).as_deref(),
+            Some("30 s: 6,074 states from 612,345 inputs")
+        );
+        assert_eq!(progress.line(at(31), &growth(6075, 620_000)), None);
+        // A step longer than the interval gives one line, not a backlog.
+        assert_eq!(
+            progress.line(at(95), &growth(6100, 1_000_000)).as_deref(),
+            Some("95 s: 6,100 states from 1,000,000 inputs")
+        );
+        assert_eq!(progress.line(at(119), &growth(6100, 1_000_001)), None);
+        assert!(progress.line(at(120), &growth(6100, 1_000_002)).is_some());
+        assert_eq!(
+            Progress::every(Duration::from_secs(1))
+                .line(at(1), &Growth::default())
+                .as_deref(),
+            Some("1 s: 0 states from 0 inputs")
+        );
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (15_568_970, "15,568,970"),
+        ] {
+            assert_eq!(thousands(n), text);
+        }
     }
 
     #[test]
