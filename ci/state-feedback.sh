@@ -43,7 +43,12 @@
 # `n/a`). Both variants run with this tree's hunt_max_len (each with its
 # own dictionary), so a change to a target's length is compared by hand
 # (docs/results/2026-12-04-feedback-experiments.md); every corpus is
-# counted by this tree's `triage states`, one yardstick for both variants. The states per CPU-minute are the distinct
+# counted by this tree's `triage states`, one yardstick for both variants.
+# That count is right for the baseline only while both trees decode an
+# input into the same program: with --baseline, each baseline corpus is
+# also counted by the baseline's own `triage states`, and the page lists
+# every run whose two counts differ (the trees decode inputs, or define
+# states, differently; docs/results/2026-12-04-feedback-experiments-2.md). The states per CPU-minute are the distinct
 # states at the end of a run divided by its minutes (each run has one
 # core). The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
@@ -120,6 +125,12 @@ for v in "${variants[@]}"; do
         die "the $v variant does not build (see $work/build-$v.log)"
     available[$v]=" $(ls "$(fuzz_bin "${tree_of[$v]}" "$work/build-$v")" | tr '\n' ' ') "
 done
+base_triage=""
+if [ -n "$baseline" ]; then
+    step "building the baseline's triage, to count its corpora its own way too"
+    base_triage=$(CARGO_TARGET_DIR="$work/triage-baseline" tree_triage "$base" 2> "$work/triage-baseline.log") ||
+        { base_triage=""; echo "   it does not build (see $work/triage-baseline.log): counted by this tree's only" >&2; }
+fi
 
 # A target built apart by its hunts (under AddressSanitizer) is built apart
 # here too, each variant into its own directory: bin_of[VARIANT,TARGET].
@@ -146,7 +157,9 @@ for t in "${list[@]}"; do
     done
 done
 
-# One run: prints its states, edges and executions.
+# One run: prints its states, edges and executions, and for the baseline
+# its states as the baseline's own triage counts them (its prose form, which
+# every revision prints: the last line, `SECS states: N`).
 run() {
     local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() schedule=("${LIBFUZZER_SCHEDULE[@]}")
     [ "$v" != baseline ] || schedule=("${baseline_schedule[@]}")
@@ -160,11 +173,14 @@ run() {
         "$("$triage" states --json --target "$t" "$dir/corpus" 2>/dev/null | jq -r .states)" \
         "$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')" \
         "$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")"
+    if [ "$v" = baseline ] && [ -n "$base_triage" ]; then
+        "$base_triage" states --target "$t" "$dir/corpus" 2>/dev/null | tail -n 1 | sed -n 's/.* states: //p'
+    fi
 }
 
 per_minute() { awk -v s="$1" -v t="$seconds" 'BEGIN { if (s ~ /^[0-9]+$/) printf "%.0f", s * 60 / t; else print "?" }'; }
 
-rows=() summary=()
+rows=() summary=() apart=()
 declare -A explored_seeds=()
 for t in "${list[@]}"; do
     hunt_flags "$t" # this tree's lengths, for both variants
@@ -179,7 +195,10 @@ for t in "${list[@]}"; do
                 continue
             fi
             step "$t, seed $seed, $v (${seconds}s)"
-            read -r states[$v] cov[$v] execs[$v] <<<"$(run "$v" "$t" "$seed" "$work/runs/$t/$v-$seed")"
+            { read -r states[$v] cov[$v] execs[$v] && read -r own || own=""; } \
+                <<<"$(run "$v" "$t" "$seed" "$work/runs/$t/$v-$seed")"
+            [ -z "$own" ] || [ "$own" = "${states[$v]}" ] ||
+                apart+=("| $t | $seed | ${states[$v]} | $own |")
             rates[$v]+="$(per_minute "${states[$v]}") "
             echo "   ${states[$v]} states, cov ${cov[$v]:-?}, ${execs[$v]:-?} runs" >&2
         done
@@ -237,6 +256,21 @@ page=$(result_page state-feedback)
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     printf '%s\n' "${rows[@]}"
     echo
+    if [ ${#apart[@]} -gt 0 ]; then
+        echo "**Counted apart**: the baseline's own \`triage states\` counts these of its"
+        echo "corpora differently. The two trees decode inputs into programs, or define"
+        echo "the states, differently. A different definition is what the table means to"
+        echo "count past (one yardstick for both). A different decoding makes this tree's"
+        echo "count of the baseline's corpus wrong: it replays them as other programs."
+        echo
+        echo "| target | seed | states, by this tree's triage | by the baseline's |"
+        echo "| --- | ---: | ---: | ---: |"
+        printf '%s\n' "${apart[@]}"
+        echo
+    elif [ -n "$base_triage" ]; then
+        echo "The baseline's own \`triage states\` counts each of its corpora as this tree's does."
+        echo
+    fi
     echo "(libFuzzer's edges count the feedback's own slots too: compare states, not cov, across"
     echo "builds whose feedback differs.)"
     if [ "$yardstick" = 1 ]; then
