@@ -316,10 +316,12 @@ pub fn sample_command(
             let mut progress = Progress::every(PROGRESS_EVERY);
             run(target, max_len, seed, &mut |growth| {
                 let elapsed = start.elapsed();
-                if let Some(line) = progress.line(elapsed, growth) {
+                let more = elapsed.as_secs_f64() < s;
+                // The last call ends the run: its count is the summary's.
+                if let Some(line) = progress.line(elapsed, growth).filter(|_| more) {
                     eprintln!("triage sample: {}: {line}", target.name());
                 }
-                elapsed.as_secs_f64() < s
+                more
             })
         }
         (None, Some(0)) => return Err("--inputs must be at least 1".into()),
@@ -368,7 +370,11 @@ struct Progress {
 }
 
 impl Progress {
+    /// # Panics
+    ///
+    /// When `every` is zero.
     fn every(every: Duration) -> Self {
+        assert!(!every.is_zero(), "progress needs an interval");
         Progress { every, next: every }
     }
 
@@ -513,6 +519,17 @@ mod tests {
         );
         assert_eq!(progress.line(at(119), &growth(6100, 1_000_001)), None);
         assert!(progress.line(at(120), &growth(6100, 1_000_002)).is_some());
+        // Due exactly at a multiple of the interval, and once.
+        let exactly = Duration::from_secs(150);
+        assert!(progress.line(exactly, &growth(6100, 1_000_003)).is_some());
+        assert_eq!(progress.line(exactly, &growth(6100, 1_000_004)), None);
+        assert_eq!(
+            progress.line(
+                exactly - Duration::from_nanos(1) + Duration::from_secs(30),
+                &growth(1, 1)
+            ),
+            None
+        );
         assert_eq!(
             Progress::every(Duration::from_secs(1))
                 .line(at(1), &Growth::default())
