@@ -281,9 +281,10 @@ triage_bin() {
 
 # The triage tool of the tree $1 (a planted copy, another revision's
 # worktree), built in release into CARGO_TARGET_DIR (default TREE/target)
-# every time it is asked for; prints its path.
+# every time it is asked for; prints its path. Fails, printing nothing,
+# when it does not build (a caller's $(...) runs without set -e).
 tree_triage() {
-    (cd "$1" && cargo build -q --release -p triage) >&2
+    (cd "$1" && cargo build -q --release -p triage) >&2 || return
     printf '%s\n' "${CARGO_TARGET_DIR:-$1/target}/release/triage"
 }
 

@@ -48,9 +48,9 @@
 # input into the same program: with --baseline, each baseline corpus is
 # also counted by the baseline's own `triage states`, and the page lists
 # every run whose two counts differ (the trees decode inputs, or define
-# states, differently; docs/results/2026-12-04-feedback-experiments-2.md). The states per CPU-minute are the distinct
-# states at the end of a run divided by its minutes (each run has one
-# core). The table is a result page (docs/results/<date>-state-feedback.md).
+# states, differently; docs/results/2026-12-04-feedback-experiments-2.md).
+# The states per CPU-minute are the distinct states at the end of a run
+# divided by its minutes (each run has one core). The table is a result page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
 # ${TMPDIR:-/tmp}/idpool-state-feedback); the builds are kept between runs.
 # Two runs at once need a directory each (they share builds and corpora).
@@ -128,8 +128,8 @@ done
 base_triage=""
 if [ -n "$baseline" ]; then
     step "building the baseline's triage, to count its corpora its own way too"
-    base_triage=$(CARGO_TARGET_DIR="$work/triage-baseline" tree_triage "$base" 2> "$work/triage-baseline.log") ||
-        { base_triage=""; echo "   it does not build (see $work/triage-baseline.log): counted by this tree's only" >&2; }
+    base_triage=$(CARGO_TARGET_DIR="$work/triage-$base_rev" tree_triage "$base" 2> "$work/triage-$base_rev.log") ||
+        { base_triage=""; echo "   it does not build (see $work/triage-$base_rev.log): counted by this tree's only" >&2; }
 fi
 
 # A target built apart by its hunts (under AddressSanitizer) is built apart
@@ -159,7 +159,8 @@ done
 
 # One run: prints its states, edges and executions, and for the baseline
 # its states as the baseline's own triage counts them (its prose form, which
-# every revision prints: the last line, `SECS states: N`).
+# every revision prints: the last line, `SECS states: N`), `?` when that
+# triage counted nothing.
 run() {
     local v=$1 t=$2 seed=$3 dir=$4 tree=${tree_of[$1]} dict=() schedule=("${LIBFUZZER_SCHEDULE[@]}")
     [ "$v" != baseline ] || schedule=("${baseline_schedule[@]}")
@@ -174,13 +175,15 @@ run() {
         "$(grep -a 'cov:' "$dir/log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')" \
         "$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")"
     if [ "$v" = baseline ] && [ -n "$base_triage" ]; then
-        "$base_triage" states --target "$t" "$dir/corpus" 2>/dev/null | tail -n 1 | sed -n 's/.* states: //p'
+        local own
+        own=$("$base_triage" states --target "$t" "$dir/corpus" 2>/dev/null | tail -n 1 | sed -n 's/.* states: //p')
+        echo "${own:-?}"
     fi
 }
 
 per_minute() { awk -v s="$1" -v t="$seconds" 'BEGIN { if (s ~ /^[0-9]+$/) printf "%.0f", s * 60 / t; else print "?" }'; }
 
-rows=() summary=() apart=()
+rows=() summary=() apart=() uncounted=() compared=0
 declare -A explored_seeds=()
 for t in "${list[@]}"; do
     hunt_flags "$t" # this tree's lengths, for both variants
@@ -195,10 +198,17 @@ for t in "${list[@]}"; do
                 continue
             fi
             step "$t, seed $seed, $v (${seconds}s)"
-            { read -r states[$v] cov[$v] execs[$v] && read -r own || own=""; } \
+            { read -r states[$v] cov[$v] execs[$v] && read -r base_count || base_count=""; } \
                 <<<"$(run "$v" "$t" "$seed" "$work/runs/$t/$v-$seed")"
-            [ -z "$own" ] || [ "$own" = "${states[$v]}" ] ||
-                apart+=("| $t | $seed | ${states[$v]} | $own |")
+            if [ "$v" = baseline ] && [ -n "$base_triage" ]; then
+                if [ "$base_count" = "?" ] || [ -z "$base_count" ]; then
+                    uncounted+=("$t seed $seed")
+                else
+                    compared=$((compared + 1))
+                    [ "$base_count" = "${states[$v]}" ] ||
+                        apart+=("| $t | $seed | ${states[$v]} | $base_count |")
+                fi
+            fi
             rates[$v]+="$(per_minute "${states[$v]}") "
             echo "   ${states[$v]} states, cov ${cov[$v]:-?}, ${execs[$v]:-?} runs" >&2
         done
@@ -258,17 +268,25 @@ page=$(result_page state-feedback)
     echo
     if [ ${#apart[@]} -gt 0 ]; then
         echo "**Counted apart**: the baseline's own \`triage states\` counts these of its"
-        echo "corpora differently. The two trees decode inputs into programs, or define"
-        echo "the states, differently. A different definition is what the table means to"
-        echo "count past (one yardstick for both). A different decoding makes this tree's"
-        echo "count of the baseline's corpus wrong: it replays them as other programs."
+        echo "corpora differently, so the two trees decode inputs into programs, or define"
+        echo "the states, differently. If they decode inputs differently, this tree's"
+        echo "count of the baseline's corpora is wrong (its inputs replay as other"
+        echo "programs): use the baseline's. If they only define the states differently,"
+        echo "the table's count stands: one yardstick for both."
         echo
         echo "| target | seed | states, by this tree's triage | by the baseline's |"
         echo "| --- | ---: | ---: | ---: |"
         printf '%s\n' "${apart[@]}"
         echo
-    elif [ -n "$base_triage" ]; then
-        echo "The baseline's own \`triage states\` counts each of its corpora as this tree's does."
+    elif [ "$compared" -gt 0 ] && [ ${#uncounted[@]} -eq 0 ]; then
+        echo "The baseline's own \`triage states\` counts each of its $compared corpora as this tree's does."
+        echo
+    fi
+    if [ ${#uncounted[@]} -gt 0 ]; then
+        echo "The baseline's own \`triage states\` counted nothing for: $(IFS=,; echo "${uncounted[*]}" | sed 's/,/, /g')."
+        echo
+    elif [ -n "$baseline" ] && [ -z "$base_triage" ]; then
+        echo "The baseline's own \`triage\` did not build: its corpora are counted by this tree's only."
         echo
     fi
     echo "(libFuzzer's edges count the feedback's own slots too: compare states, not cov, across"
