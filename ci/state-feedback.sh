@@ -50,7 +50,8 @@
 # every run whose two counts differ (the trees decode inputs, or define
 # states, differently; docs/results/2026-12-04-feedback-experiments-2.md).
 # The states per CPU-minute are the distinct states at the end of a run
-# divided by its minutes (each run has one core). The table is a result page (docs/results/<date>-state-feedback.md).
+# divided by its minutes (each run has one core). The table is a result
+# page (docs/results/<date>-state-feedback.md).
 # Scratch files stay under $STATE_FEEDBACK_WORK (default
 # ${TMPDIR:-/tmp}/idpool-state-feedback); the builds are kept between runs.
 # Two runs at once need a directory each (they share builds and corpora).
