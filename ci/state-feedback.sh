@@ -280,7 +280,7 @@ page=$(result_page state-feedback)
         printf '%s\n' "${apart[@]}"
         echo
     elif [ "$compared" -gt 0 ] && [ ${#uncounted[@]} -eq 0 ]; then
-        echo "The baseline's own \`triage states\` counts each of its $compared corpora as this tree's does."
+        echo "The baseline's own \`triage states\` counts its corpora as this tree's does ($compared of $compared)."
         echo
     fi
     if [ ${#uncounted[@]} -gt 0 ]; then
