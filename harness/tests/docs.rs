@@ -2,7 +2,48 @@
 //! README and under `docs/` names a file or directory it holds; and every
 //! code block those pages open is closed.
 
+use idpool_harness::files;
 use std::path::{Path, PathBuf};
+
+/// The repository's root (this crate is one folder below it).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("the repository's root")
+}
+
+/// The README and every Markdown page under `docs/`, with their text.
+fn pages(root: &Path) -> Vec<(PathBuf, String)> {
+    let docs = files::walk(&root.join("docs"), &|p: &Path| {
+        p.is_dir() || p.extension().is_some_and(|e| e == "md")
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::iter::once(root.join("README.md"))
+        .chain(docs)
+        .map(|page| {
+            let text = std::fs::read_to_string(&page)
+                .unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+            (page, text)
+        })
+        .collect()
+}
+
+/// The prose of `text`: its lines outside fenced code blocks, each with its
+/// `code spans` cut out; and whether a fenced block is left open.
+fn prose(text: &str) -> (Vec<String>, bool) {
+    let mut lines = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            // Every other backtick-delimited stretch is code.
+            lines.push(line.split('`').step_by(2).collect::<String>());
+        }
+    }
+    (lines, fenced)
+}
 
 /// The paths of the inline Markdown links in `text` that point into the
 /// repository: `[text](path)`, `[text](<path>)` or `[text](path "title")`,
@@ -11,23 +52,9 @@ use std::path::{Path, PathBuf};
 /// blocks, `code spans`) are not links.
 fn relative_links(text: &str) -> Vec<String> {
     let mut links = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
-        // Every other backtick-delimited stretch is code.
-        let prose: String = line
-            .split('`')
-            .enumerate()
-            .map(|(i, part)| if i % 2 == 0 { part } else { "" })
-            .collect();
-        for (at, _) in prose.match_indices("](") {
-            let Some(target) = link_target(&prose[at + 2..]) else {
+    for line in prose(text).0 {
+        for (at, _) in line.match_indices("](") {
+            let Some(target) = link_target(&line[at + 2..]) else {
                 continue;
             };
             let target = match target.strip_prefix('<') {
@@ -59,19 +86,6 @@ fn link_target(rest: &str) -> Option<&str> {
     None
 }
 
-/// Every `.md` file under `dir`, depth first.
-fn markdown_under(dir: &Path, found: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            markdown_under(&path, found);
-        } else if path.extension().is_some_and(|e| e == "md") {
-            found.push(path);
-        }
-    }
-}
-
 #[test]
 fn links_are_told_from_urls_anchors_and_code() {
     let text = "see [a](b.md), [c](https://x.org/y.md), [d](#e), [f](../g/h.md#i), \
@@ -90,22 +104,19 @@ fn links_are_told_from_urls_anchors_and_code() {
             "yes.md"
         ]
     );
+    assert!(!prose(text).1, "every block closed");
+    assert!(prose("text\n```sh\ncode\n").1, "a block left open");
 }
 
 #[test]
 fn every_relative_link_names_a_file_the_repository_holds() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .canonicalize()
-        .expect("the repository's root");
+    let root = root();
     let build = root.join("target");
-    let mut pages = vec![root.join("README.md")];
-    markdown_under(&root.join("docs"), &mut pages);
+    let pages = pages(&root);
     let mut checked = 0;
     let mut broken = Vec::new();
-    for page in &pages {
-        let text =
-            std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
-        for link in relative_links(&text) {
+    for (page, text) in &pages {
+        for link in relative_links(text) {
             checked += 1;
             let base = if link.starts_with('/') {
                 root.clone()
@@ -136,21 +147,12 @@ fn every_relative_link_names_a_file_the_repository_holds() {
 
 #[test]
 fn every_code_block_is_closed() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages = vec![root.join("README.md")];
-    markdown_under(&root.join("docs"), &mut pages);
-    let unclosed: Vec<String> = pages
+    let root = root();
+    let unclosed: Vec<String> = pages(&root)
         .iter()
-        .filter(|page| {
-            let text = std::fs::read_to_string(page).expect("a page");
-            let fences = text
-                .lines()
-                .filter(|line| line.trim_start().starts_with("```"))
-                .count();
-            fences % 2 == 1
-        })
-        .map(|page| {
-            page.strip_prefix(root)
+        .filter(|(_, text)| prose(text).1)
+        .map(|(page, _)| {
+            page.strip_prefix(&root)
                 .unwrap_or(page)
                 .display()
                 .to_string()
