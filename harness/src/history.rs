@@ -265,11 +265,41 @@ pub enum Finding {
     /// the kernel's own header with the fix reversed (`kernel_dbitmap`'s
     /// historical side), which AddressSanitizer reports under libFuzzer.
     DoubleFree,
+    /// Mainline's drivers: the extended error of a failed transaction
+    /// (`docs/findings/0008-extended-error.md`).
+    ExtendedError,
+    /// Mainline's drivers: process work for a thread that is not a looper
+    /// (`docs/findings/0009-non-looper-thread.md`).
+    NonLooperWork,
+    /// Mainline's drivers: `BINDER_FREEZE` on a pid with no Binder process
+    /// (`docs/findings/0010-freeze-without-process.md`).
+    FreezeWithoutProcess,
+    /// Mainline's drivers: the EXT manager's node with another cookie
+    /// (`docs/findings/0011-manager-ext-cookie.md`).
+    ManagerExtCookie,
+    /// Mainline's drivers: `BC_REGISTER_LOOPER` after `BC_ENTER_LOOPER`
+    /// (`docs/findings/0012-register-after-enter.md`).
+    RegisterAfterEnter,
+    /// Mainline's drivers: a freeze notification on a dead node
+    /// (`docs/findings/0013-freeze-notify-dead-node.md`).
+    FreezeNotifyDeadNode,
+    /// Mainline's drivers: `BINDER_GET_NODE_DEBUG_INFO`
+    /// (`docs/findings/0014-node-debug-info.md`).
+    NodeDebug,
+    /// Mainline's drivers: `BR_ONEWAY_SPAM_SUSPECT` once or every time
+    /// (`docs/findings/0015-oneway-spam-suspect.md`).
+    OnewaySpam,
+    /// Mainline's drivers: a freeze notification repeated for an
+    /// unchanged state (`docs/findings/0016-freeze-notification-repeated.md`).
+    FreezeNotifyRepeated,
+    /// Mainline's drivers: a node's first reference-count update on a
+    /// thread that exits (`docs/findings/0017-thread-exit-node-work.md`).
+    ThreadExitNodeWork,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 10] = [
+    pub const ALL: [Finding; 20] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -280,6 +310,16 @@ impl Finding {
         Finding::ManagerZeroFallback,
         Finding::DyingTargetReply,
         Finding::DoubleFree,
+        Finding::ExtendedError,
+        Finding::NonLooperWork,
+        Finding::FreezeWithoutProcess,
+        Finding::ManagerExtCookie,
+        Finding::RegisterAfterEnter,
+        Finding::FreezeNotifyDeadNode,
+        Finding::NodeDebug,
+        Finding::OnewaySpam,
+        Finding::FreezeNotifyRepeated,
+        Finding::ThreadExitNodeWork,
     ];
 
     /// The findings of upstream's past versions of the handle table (the
@@ -305,6 +345,16 @@ impl Finding {
             Finding::ManagerZeroFallback => "manager-zero-fallback",
             Finding::DyingTargetReply => "dying-target-reply",
             Finding::DoubleFree => "double-free",
+            Finding::ExtendedError => "extended-error",
+            Finding::NonLooperWork => "non-looper-work",
+            Finding::FreezeWithoutProcess => "freeze-without-process",
+            Finding::ManagerExtCookie => "manager-ext-cookie",
+            Finding::RegisterAfterEnter => "register-after-enter",
+            Finding::FreezeNotifyDeadNode => "freeze-notify-dead-node",
+            Finding::NodeDebug => "node-debug",
+            Finding::OnewaySpam => "oneway-spam",
+            Finding::FreezeNotifyRepeated => "freeze-notify-repeated",
+            Finding::ThreadExitNodeWork => "thread-exit-node-work",
         }
     }
 
@@ -328,6 +378,16 @@ impl Finding {
                 | Finding::FailedSetManager
                 | Finding::ManagerZeroFallback
                 | Finding::DyingTargetReply
+                | Finding::ExtendedError
+                | Finding::NonLooperWork
+                | Finding::FreezeWithoutProcess
+                | Finding::ManagerExtCookie
+                | Finding::RegisterAfterEnter
+                | Finding::FreezeNotifyDeadNode
+                | Finding::NodeDebug
+                | Finding::OnewaySpam
+                | Finding::FreezeNotifyRepeated
+                | Finding::ThreadExitNodeWork
         )
     }
 

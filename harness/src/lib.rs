@@ -32,7 +32,7 @@
 //!   parts several targets share (`model`, `bits`, `history`, `oracle`,
 //!   `designs`, `idset`, `domain`), what a run reached (`events`), what
 //!   the engines get besides a run (`feedback`, `seeds`, `dict`), and the
-//!   tools' plumbing (`json`, `files`, `mutant`).
+//!   tools' plumbing (`files`, `mutant`).
 //!
 //! A target's name exists once, in its registry entry: the entry hands it
 //! to the runner, which puts it on every failure, signature, narration and
@@ -76,7 +76,6 @@ pub mod feedback;
 pub mod files;
 pub mod history;
 pub mod idset;
-pub mod json;
 pub mod model;
 pub mod mutant;
 pub mod mutate;

@@ -163,3 +163,18 @@ fn every_code_block_is_closed() {
         "a code block left open (the rest of the page reads as code): {unclosed:?}"
     );
 }
+
+/// The command table of `docs/commands.md` is the language's vocabulary
+/// (`idpool::driver::VOCABULARY`), as the `vocabulary` binary writes it.
+#[test]
+fn the_command_table_is_the_vocabulary() {
+    let path = root().join("docs/commands.md");
+    let text = std::fs::read_to_string(&path).expect("docs/commands.md");
+    let table = idpool::driver::command::with_table(&text)
+        .expect("docs/commands.md has the vocabulary markers");
+    assert!(
+        table == text,
+        "docs/commands.md's command table is not the vocabulary's: run \
+         `cargo run -p idpool-harness --bin vocabulary -- docs/commands.md`"
+    );
+}

@@ -14,9 +14,13 @@ pub use c::{CDriver, Crash};
 pub use exec::{FailFirst, Held, Sequential, Windows};
 pub use rust::RustDriver;
 
-pub use command::{Command, Object, Pid, Program, RefCmd, Step, MAX_OBJECTS, MAX_PROCS, NODE_PTRS};
+pub use command::{
+    Arg, Command, LooperCmd, NodeFlags, Object, Payload, Pid, Program, RefCmd, Refused, Row, Step,
+    Tid, TxnFlags, Uapi, Value, MAX_OBJECTS, MAX_PROCS, MAX_THREADS, NODE_PTRS, VOCABULARY,
+};
 pub use observe::{
-    Br, Errno, Log, NodeName, NodeState, Observed, ProcState, Received, RefState, Ret, Snapshot,
+    br_code, Br, Errno, ExtendedError, Log, NodeName, NodeState, Observed, ProcState, Read,
+    Received, RefState, Ret, Snapshot,
 };
 
 #[cfg(test)]

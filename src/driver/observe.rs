@@ -6,7 +6,7 @@
 //! the VM executor) are reduced to these types, so that any two of them can
 //! be compared observable by observable.
 
-use super::command::Pid;
+use super::command::{Pid, Tid};
 use core::fmt;
 use std::collections::BTreeMap;
 
@@ -113,8 +113,32 @@ pub enum Ret {
         /// `weak_count`.
         weak: u32,
     },
-    /// No ioctl was made: the process had exited, or `free` found no
-    /// buffer to free.
+    /// `BINDER_GET_NODE_DEBUG_INFO` succeeded: the first node of the
+    /// caller's with a pointer above the one asked for (all 0: none).
+    NodeDebug {
+        /// Its pointer.
+        ptr: u64,
+        /// Its cookie.
+        cookie: u64,
+        /// `has_strong_ref`.
+        has_strong: bool,
+        /// `has_weak_ref`.
+        has_weak: bool,
+    },
+    /// `BINDER_GET_FROZEN_INFO` succeeded.
+    FrozenInfo {
+        /// `sync_recv`: bit 0, a two-way transaction reached the process
+        /// while it was frozen; bit 1, transactions are pending.
+        sync_recv: u32,
+        /// `async_recv`: a one-way transaction reached it while frozen.
+        async_recv: u32,
+    },
+    /// `BINDER_GET_EXTENDED_ERROR` succeeded.
+    Extended(ExtendedError),
+    /// `BINDER_VERSION` succeeded with this protocol version.
+    Version(i32),
+    /// No ioctl was made: the process (or the thread) had exited, or
+    /// `free` found no buffer to free.
     Skipped,
 }
 
@@ -124,6 +148,23 @@ impl fmt::Display for Ret {
             Ret::Ok => f.write_str("0"),
             Ret::Err(e) => write!(f, "{e}"),
             Ret::NodeInfo { strong, weak } => write!(f, "strong {strong} weak {weak}"),
+            Ret::NodeDebug {
+                ptr,
+                cookie,
+                has_strong,
+                has_weak,
+            } => write!(
+                f,
+                "node {ptr} cookie {cookie} strong {} weak {}",
+                u8::from(*has_strong),
+                u8::from(*has_weak)
+            ),
+            Ret::FrozenInfo {
+                sync_recv,
+                async_recv,
+            } => write!(f, "sync {sync_recv} async {async_recv}"),
+            Ret::Extended(ee) => write!(f, "{ee}"),
+            Ret::Version(v) => write!(f, "version {v}"),
             Ret::Skipped => f.write_str("skipped"),
         }
     }
@@ -160,17 +201,129 @@ impl fmt::Display for Received {
     }
 }
 
-/// One `BR_*` return a process reads.
+/// The value of a `BR_*` return code (`enum binder_driver_return_protocol`,
+/// `include/uapi/linux/android/binder.h`), as the extended error's
+/// `command` carries it.
+pub mod br_code {
+    /// `_IO('r', nr)`, or `_IOR('r', nr, size)`.
+    const fn io(nr: u32, size: u32) -> u32 {
+        (if size > 0 { 2 << 30 } else { 0 }) | size << 16 | (b'r' as u32) << 8 | nr
+    }
+    /// `BR_OK`.
+    pub const OK: u32 = io(1, 0);
+    /// `BR_DEAD_REPLY`.
+    pub const DEAD_REPLY: u32 = io(5, 0);
+    /// `BR_TRANSACTION_COMPLETE`.
+    pub const TRANSACTION_COMPLETE: u32 = io(6, 0);
+    /// `BR_FAILED_REPLY`.
+    pub const FAILED_REPLY: u32 = io(17, 0);
+    /// `BR_FROZEN_REPLY`.
+    pub const FROZEN_REPLY: u32 = io(18, 0);
+    /// `BR_TRANSACTION_PENDING_FROZEN`.
+    pub const TRANSACTION_PENDING_FROZEN: u32 = io(20, 0);
+    /// `BR_ONEWAY_SPAM_SUSPECT`.
+    pub const ONEWAY_SPAM_SUSPECT: u32 = io(19, 0);
+
+    /// The name of the codes an extended error carries, else the number.
+    pub fn name(code: u32) -> String {
+        match code {
+            OK => "BR_OK".into(),
+            DEAD_REPLY => "BR_DEAD_REPLY".into(),
+            TRANSACTION_COMPLETE => "BR_TRANSACTION_COMPLETE".into(),
+            FAILED_REPLY => "BR_FAILED_REPLY".into(),
+            FROZEN_REPLY => "BR_FROZEN_REPLY".into(),
+            TRANSACTION_PENDING_FROZEN => "BR_TRANSACTION_PENDING_FROZEN".into(),
+            ONEWAY_SPAM_SUSPECT => "BR_ONEWAY_SPAM_SUSPECT".into(),
+            other => format!("{other:#x}"),
+        }
+    }
+
+    /// The code with this name.
+    pub fn from_name(name: &str) -> Option<u32> {
+        [
+            OK,
+            DEAD_REPLY,
+            TRANSACTION_COMPLETE,
+            FAILED_REPLY,
+            FROZEN_REPLY,
+            TRANSACTION_PENDING_FROZEN,
+            ONEWAY_SPAM_SUSPECT,
+        ]
+        .into_iter()
+        .find(|&c| self::name(c) == name)
+        .or_else(|| u32::from_str_radix(name.strip_prefix("0x")?, 16).ok())
+    }
+}
+
+/// What `BINDER_GET_EXTENDED_ERROR` reports (`struct binder_extended_error`)
+/// as this campaign compares it: the command and its errno, and whether
+/// the id is set. The id's value is each driver's own debug counter; with
+/// `BR_OK` it is whatever the thread's last transaction (or, in the Rust
+/// driver, the thread's creation: `thread.rs:296-310`) left, so it is
+/// compared only when the command is not `BR_OK`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExtendedError {
+    /// Whether `id` is not 0 (`false` whenever `command` is `BR_OK`).
+    pub id_set: bool,
+    /// A `BR_*` code ([`br_code`]).
+    pub command: u32,
+    /// A negative errno, or 0.
+    pub param: i32,
+}
+
+impl ExtendedError {
+    /// Nothing to report: `BR_OK`.
+    pub const NONE: ExtendedError = ExtendedError {
+        id_set: false,
+        command: br_code::OK,
+        param: 0,
+    };
+
+    /// The observation of a raw `binder_extended_error`.
+    pub fn observe(id: u32, command: u32, param: i32) -> ExtendedError {
+        ExtendedError {
+            id_set: command != br_code::OK && id != 0,
+            command,
+            param,
+        }
+    }
+}
+
+impl fmt::Display for ExtendedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ee {}", br_code::name(self.command))?;
+        if self.param != 0 {
+            write!(f, " {}", self.param)?;
+        }
+        if self.command != br_code::OK && !self.id_set {
+            f.write_str(" id 0")?;
+        }
+        Ok(())
+    }
+}
+
+/// One `BR_*` return a thread reads.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Br {
     /// `BR_TRANSACTION` of a one-way transaction and its objects.
     Transaction(Vec<Received>),
+    /// `BR_TRANSACTION` of a two-way transaction (a call the reader now
+    /// owes a reply) and its objects.
+    Call(Vec<Received>),
+    /// `BR_REPLY` and its objects.
+    Reply(Vec<Received>),
     /// `BR_TRANSACTION_COMPLETE`.
     TransactionComplete,
     /// `BR_DEAD_REPLY`.
     DeadReply,
     /// `BR_FAILED_REPLY`.
     FailedReply,
+    /// `BR_FROZEN_REPLY`.
+    FrozenReply,
+    /// `BR_TRANSACTION_PENDING_FROZEN`.
+    PendingFrozen,
+    /// `BR_ONEWAY_SPAM_SUSPECT`.
+    OnewaySpamSuspect,
     /// `BR_ERROR` with its code.
     Error(i32),
     /// `BR_INCREFS` for the node with this pointer.
@@ -185,18 +338,36 @@ pub enum Br {
     DeadBinder(u64),
     /// `BR_CLEAR_DEATH_NOTIFICATION_DONE` with its cookie.
     ClearDeathDone(u64),
+    /// `BR_FROZEN_BINDER`: the freeze notification's cookie and whether
+    /// the node's owner is frozen.
+    FrozenBinder {
+        /// The cookie given with the request.
+        cookie: u64,
+        /// `is_frozen`.
+        frozen: bool,
+    },
+    /// `BR_CLEAR_FREEZE_NOTIFICATION_DONE` with its cookie.
+    ClearFreezeDone(u64),
+    /// `BR_SPAWN_LOOPER`: the driver asks for another looper thread.
+    SpawnLooper,
 }
 
 impl fmt::Display for Br {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let objects = |f: &mut fmt::Formatter<'_>, word: &str, objects: &[Received]| {
+            f.write_str(word)?;
+            objects.iter().try_for_each(|o| write!(f, " {o}"))
+        };
         match self {
-            Br::Transaction(objects) => {
-                f.write_str("transaction")?;
-                objects.iter().try_for_each(|o| write!(f, " {o}"))
-            }
+            Br::Transaction(o) => objects(f, "transaction", o),
+            Br::Call(o) => objects(f, "call", o),
+            Br::Reply(o) => objects(f, "reply", o),
             Br::TransactionComplete => f.write_str("transaction-complete"),
             Br::DeadReply => f.write_str("dead-reply"),
             Br::FailedReply => f.write_str("failed-reply"),
+            Br::FrozenReply => f.write_str("frozen-reply"),
+            Br::PendingFrozen => f.write_str("pending-frozen"),
+            Br::OnewaySpamSuspect => f.write_str("oneway-spam-suspect"),
             Br::Error(code) => write!(f, "error {code}"),
             Br::IncRefs(ptr) => write!(f, "increfs {ptr}"),
             Br::Acquire(ptr) => write!(f, "acquire {ptr}"),
@@ -204,7 +375,39 @@ impl fmt::Display for Br {
             Br::DecRefs(ptr) => write!(f, "decrefs {ptr}"),
             Br::DeadBinder(cookie) => write!(f, "dead-binder {cookie}"),
             Br::ClearDeathDone(cookie) => write!(f, "clear-death-done {cookie}"),
+            Br::FrozenBinder { cookie, frozen } => {
+                write!(f, "frozen-binder {cookie} {}", u8::from(*frozen))
+            }
+            Br::ClearFreezeDone(cookie) => write!(f, "clear-freeze-done {cookie}"),
+            Br::SpawnLooper => f.write_str("spawn-looper"),
         }
+    }
+}
+
+/// One return as a process reads it: which of its threads read it, and
+/// what.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Read {
+    /// The reading thread.
+    pub tid: Tid,
+    /// The return.
+    pub br: Br,
+}
+
+impl Read {
+    /// `br` read by thread 0.
+    pub fn main(br: Br) -> Read {
+        Read { tid: Tid(0), br }
+    }
+}
+
+impl fmt::Display for Read {
+    /// `br` as it prints, after `tN:` for a thread other than 0.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tid.0 != 0 {
+            write!(f, "{}:", self.tid)?;
+        }
+        write!(f, "{}", self.br)
     }
 }
 
@@ -305,6 +508,55 @@ pub enum Log {
     /// The Rust driver could not allocate the target's buffer (its process
     /// is gone): "Failed to allocate buffer".
     BufferAllocFailed,
+    /// `BC_REPLY` from a thread with no transaction to answer: "got reply
+    /// transaction with no transaction stack".
+    ReplyNoStack,
+    /// `BC_REPLY` from a thread whose last transaction is not one it
+    /// received: "got reply transaction with bad transaction stack".
+    ReplyBadStack,
+    /// The thread a reply is for has gone: C's "reply target not found".
+    ReplyTargetGone,
+    /// A reply that could not be built or delivered: Rust's "reply to N
+    /// failed".
+    ReplyFailed,
+    /// A call from a thread whose last transaction is one it sent: "got
+    /// new transaction with bad transaction stack".
+    CallBadStack,
+    /// A call from a thread with a transaction at the head of its work:
+    /// C's "new transaction not allowed when there is a transaction on
+    /// thread todo".
+    CallWithTodo,
+    /// A transaction's target process is frozen: C's "frozen process or
+    /// thread".
+    FrozenProcess,
+    /// `BC_REGISTER_LOOPER` or `BC_ENTER_LOOPER` in the wrong state: C's
+    /// "ERROR: BC_..._LOOPER called ..." lines.
+    LooperMisuse,
+    /// A thread that is not a looper reads the process's work: C's
+    /// "Thread waiting for process work before calling BC_REGISTER_LOOPER
+    /// or BC_ENTER_LOOPER".
+    NotALooper,
+    /// A freeze notification command named a handle the process does not
+    /// hold.
+    FreezeInvalidRef {
+        /// Request (or clear).
+        request: bool,
+    },
+    /// A freeze notification is already set on the reference.
+    FreezeAlreadySet,
+    /// Rust's "BC_REQUEST_FREEZE_NOTIFICATION duplicate cookie".
+    FreezeDuplicateCookie,
+    /// A freeze notification to clear is not set.
+    FreezeNotActive,
+    /// A freeze notification to clear has another cookie.
+    FreezeCookieMismatch,
+    /// `BC_FREEZE_NOTIFICATION_DONE` for a cookie not delivered.
+    FreezeDoneNotFound,
+    /// `BC_ATTEMPT_ACQUIRE` or `BC_ACQUIRE_RESULT`: C's "... not
+    /// supported".
+    UnsupportedCommand,
+    /// A dying process had a freeze notification's clearing not yet read.
+    UndeliveredFreeze,
 }
 
 impl fmt::Display for Log {
@@ -325,6 +577,11 @@ impl fmt::Display for Log {
             Log::DeathInvalidRef { request } => write!(
                 f,
                 "death-invalid-ref {}",
+                if *request { "request" } else { "clear" }
+            ),
+            Log::FreezeInvalidRef { request } => write!(
+                f,
+                "freeze-invalid-ref {}",
                 if *request { "request" } else { "clear" }
             ),
             other => f.write_str(other.word()),
@@ -372,6 +629,23 @@ impl Log {
             Log::ReadLivelock => "read-livelock",
             Log::IoctlFailed(_) => "ioctl-failed",
             Log::BufferAllocFailed => "buffer-alloc-failed",
+            Log::ReplyNoStack => "reply-no-stack",
+            Log::ReplyBadStack => "reply-bad-stack",
+            Log::ReplyTargetGone => "reply-target-gone",
+            Log::ReplyFailed => "reply-failed",
+            Log::CallBadStack => "call-bad-stack",
+            Log::CallWithTodo => "call-with-todo",
+            Log::FrozenProcess => "frozen-process",
+            Log::LooperMisuse => "looper-misuse",
+            Log::NotALooper => "not-a-looper",
+            Log::FreezeInvalidRef { .. } => "freeze-invalid-ref",
+            Log::FreezeAlreadySet => "freeze-already-set",
+            Log::FreezeDuplicateCookie => "freeze-duplicate-cookie",
+            Log::FreezeNotActive => "freeze-not-active",
+            Log::FreezeCookieMismatch => "freeze-cookie-mismatch",
+            Log::FreezeDoneNotFound => "freeze-done-not-found",
+            Log::UnsupportedCommand => "unsupported-command",
+            Log::UndeliveredFreeze => "undelivered-freeze",
         }
     }
 }
@@ -455,9 +729,13 @@ pub struct Observed {
     /// The ioctl's result (the process's last one, for a command that
     /// makes several).
     pub ret: Option<Ret>,
+    /// What the command's thread's `BINDER_GET_EXTENDED_ERROR` reported
+    /// right after the command (before the drain), when the thread is
+    /// still in the driver (`docs/commands.md`).
+    pub ee: Option<ExtendedError>,
     /// What each process read afterwards, by process (as a sorted list:
     /// the order in which a driver queues its work is not compared).
-    pub reads: Vec<Vec<Br>>,
+    pub reads: Vec<Vec<Read>>,
     /// The kernel log lines, sorted.
     pub log: Vec<Log>,
 }
@@ -467,6 +745,7 @@ impl Observed {
     pub fn new(procs: usize) -> Self {
         Observed {
             ret: None,
+            ee: None,
             reads: vec![Vec::new(); procs],
             log: Vec::new(),
         }

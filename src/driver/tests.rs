@@ -19,7 +19,12 @@ use crate::version::Version;
 /// What the tests need of a driver model.
 trait Model: Sized {
     fn build(euids: &[u32], version: Version) -> Self;
-    fn run(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed;
+    fn run(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed;
     fn state(&self) -> Snapshot;
     /// The locks a command needs that a paused command may keep.
     fn needs(command: &Command) -> Held;
@@ -29,7 +34,12 @@ impl Model for CDriver {
     fn build(euids: &[u32], version: Version) -> Self {
         CDriver::new(euids, version)
     }
-    fn run(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
+    fn run(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed {
         self.exec(step, busy, windows)
     }
     fn state(&self) -> Snapshot {
@@ -44,7 +54,12 @@ impl Model for RustDriver {
     fn build(euids: &[u32], version: Version) -> Self {
         RustDriver::new(euids, version)
     }
-    fn run(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
+    fn run(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed {
         self.exec(step, busy, windows)
     }
     fn state(&self) -> Snapshot {
@@ -160,7 +175,7 @@ fn ret(o: &Observed) -> String {
 
 /// What `pid` read, in the observation's order.
 fn reads(o: &Observed, pid: usize) -> Vec<String> {
-    o.reads[pid].iter().map(Br::to_string).collect()
+    o.reads[pid].iter().map(Read::to_string).collect()
 }
 
 /// The kernel log lines, in the observation's order.
@@ -226,7 +241,7 @@ impl<D: Model> Windows<D> for Window {
         for step in &self.steps {
             let waits = step.pid == outer || held.blocks(D::needs(&step.command));
             self.ran
-                .push((!waits).then(|| driver.run(step, &[outer], &mut Sequential)));
+                .push((!waits).then(|| driver.run(step, &[(outer, Tid(0))], &mut Sequential)));
         }
     }
 }

@@ -4,7 +4,6 @@
 use crate::input;
 use crate::run;
 use idpool_harness::check::Signature;
-use idpool_harness::json::Json;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -79,17 +78,21 @@ pub fn print(groups: &Groups, json: bool) {
     let mut sorted: Vec<_> = groups.iter().collect();
     sorted.sort_by_key(|(_, files)| std::cmp::Reverse(files.len()));
     if json {
-        let each = sorted.iter().map(|(group, files)| {
-            let paths = files
-                .iter()
-                .map(|(_, p)| Json::str(p.display().to_string()));
-            Json::Obj(vec![
-                ("group", Json::str(group.to_string())),
-                ("count", Json::int(files.len())),
-                ("files", Json::Arr(paths.collect())),
-            ])
-        });
-        println!("{}", Json::Arr(each.collect()));
+        /// A group as `--json` prints it.
+        #[derive(serde::Serialize)]
+        struct GroupJson {
+            group: String,
+            count: usize,
+            files: Vec<String>,
+        }
+        let each: Vec<GroupJson> = (sorted.iter())
+            .map(|(group, files)| GroupJson {
+                group: group.to_string(),
+                count: files.len(),
+                files: files.iter().map(|(_, p)| p.display().to_string()).collect(),
+            })
+            .collect();
+        run::print_json(&each);
         return;
     }
     for (group, files) in sorted {

@@ -31,7 +31,6 @@ use clap::{Parser, Subcommand};
 use groups::{dedup, Group};
 use idpool_harness::check::Failure;
 use idpool_harness::history::Finding;
-use idpool_harness::json::Json;
 use idpool_harness::targets;
 use idpool_harness::trace::Trace;
 use std::path::{Path, PathBuf};
@@ -279,24 +278,27 @@ fn repro(file: &Path, target: Option<&str>, json: bool) -> Result<ExitCode, Stri
         Err(_) => ExitCode::FAILURE,
     };
     if json {
-        let value = Json::Obj(vec![
-            ("target", Json::str(trace.target())),
-            ("operations", Json::int(trace.len())),
-            ("provenance", Json::opt_str(provenance)),
-            ("passes", Json::Bool(result.is_ok())),
-            (
-                "events",
-                result.as_ref().map_or(Json::Null, run::events_json),
-            ),
-            (
-                "failure",
-                result
-                    .as_ref()
-                    .err()
-                    .map_or(Json::Null, |f| run::failure_json(f)),
-            ),
-        ]);
-        println!("{value}");
+        /// What `repro --json` prints.
+        #[derive(serde::Serialize)]
+        struct Repro<'a> {
+            target: &'a str,
+            operations: usize,
+            provenance: Option<&'a str>,
+            passes: bool,
+            events: Option<run::EventsJson>,
+            failure: Option<run::FailureWithFinding>,
+        }
+        run::print_json(&Repro {
+            target: trace.target(),
+            operations: trace.len(),
+            provenance: provenance.as_deref(),
+            passes: result.is_ok(),
+            events: result.as_ref().ok().map(run::EventsJson::of),
+            failure: result
+                .as_ref()
+                .err()
+                .map(|f| run::FailureWithFinding::of(f)),
+        });
         return Ok(code);
     }
     println!("{} ({} operations)", trace.target(), trace.len());
@@ -314,12 +316,18 @@ fn repro(file: &Path, target: Option<&str>, json: bool) -> Result<ExitCode, Stri
 fn show(file: &Path, target: Option<&str>, json: bool) -> Result<ExitCode, String> {
     let trace = input::load_any(file, target)?;
     if json {
-        let value = Json::Obj(vec![
-            ("target", Json::str(trace.target())),
-            ("operations", Json::int(trace.len())),
-            ("trace", Json::str(trace.to_string())),
-        ]);
-        println!("{value}");
+        /// What `show --json` prints.
+        #[derive(serde::Serialize)]
+        struct Show<'a> {
+            target: &'a str,
+            operations: usize,
+            trace: String,
+        }
+        run::print_json(&Show {
+            target: trace.target(),
+            operations: trace.len(),
+            trace: trace.to_string(),
+        });
     } else {
         print!("{trace}");
     }
@@ -364,22 +372,29 @@ fn write_new(path: &Path, text: &str) -> Result<(), String> {
 
 /// What a minimised or promoted trace is, for `--json`: where it went, its
 /// length before and after, and the failure it keeps.
-fn written_json(path: &Path, from: &Trace, min: &Trace, failure: &Failure) -> Json {
-    Json::Obj(vec![
-        ("path", Json::str(path.display().to_string())),
-        ("target", Json::str(min.target())),
-        ("from", Json::int(from.len())),
-        ("operations", Json::int(min.len())),
-        ("signature", Json::str(failure.signature().to_string())),
-        (
-            "finding",
-            Json::opt_str(Finding::of(failure).map(Finding::name)),
-        ),
-        (
-            "memory_safety",
-            Json::Bool(failure.check.is_memory_safety()),
-        ),
-    ])
+#[derive(serde::Serialize)]
+struct Written {
+    path: String,
+    target: String,
+    from: usize,
+    operations: usize,
+    signature: String,
+    finding: Option<&'static str>,
+    memory_safety: bool,
+}
+
+impl Written {
+    fn of(path: &Path, from: &Trace, min: &Trace, failure: &Failure) -> Written {
+        Written {
+            path: path.display().to_string(),
+            target: min.target().to_string(),
+            from: from.len(),
+            operations: min.len(),
+            signature: failure.signature().to_string(),
+            finding: Finding::of(failure).map(Finding::name),
+            memory_safety: failure.check.is_memory_safety(),
+        }
+    }
 }
 
 fn minimize_cmd(
@@ -410,7 +425,7 @@ fn minimize_cmd(
         &format!("# signature: {}\n{finding}{min}", failure.signature()),
     )?;
     match json {
-        true => println!("{}", written_json(&output, &trace, &min, &failure)),
+        true => run::print_json(&Written::of(&output, &trace, &min, &failure)),
         false => println!("{}", output.display()),
     }
     Ok(ExitCode::SUCCESS)
@@ -469,7 +484,7 @@ fn promote(
     let header = regression_header(file, &failure, root_cause);
     write_new(&dest, &format!("{header}{min}"))?;
     match json {
-        true => println!("{}", written_json(&dest, &trace, &min, &failure)),
+        true => run::print_json(&Written::of(&dest, &trace, &min, &failure)),
         false => println!("{} ({} operations)", dest.display(), min.len()),
     }
     Ok(ExitCode::SUCCESS)

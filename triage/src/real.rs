@@ -238,6 +238,12 @@ fn describe(d: &Diff) -> String {
             let show = |r: &Option<idpool::driver::Ret>| r.map_or("?".into(), |r| r.to_string());
             format!("ret: C {}, Rust {}", show(c), show(rust))
         }
+        Diff::Ee { c, rust } => {
+            let show = |e: &Option<idpool::driver::ExtendedError>| {
+                e.map_or("none".into(), |e| e.to_string())
+            };
+            format!("extended error: C {}, Rust {}", show(c), show(rust))
+        }
         Diff::Reads { pid, c, rust } => {
             format!("p{pid} reads: {}", show_only(("C", c), ("Rust", rust)))
         }
@@ -289,16 +295,15 @@ fn print_drivers(
 ) -> bool {
     let mut new = false;
     let mut any = false;
+    let mut refused = compare::RefusedManagerCalls::default();
     for (i, (sc, sr)) in c.steps.iter().zip(&rust.steps).enumerate() {
-        let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed)
-            .into_iter()
-            .collect();
+        let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed).collect();
         diffs.extend(compare::reads_and_logs([&sc.observed], [&sr.observed]));
         diffs.extend(compare::states(
             &without_deaths(&sc.snapshot),
             &without_deaths(&sr.snapshot),
         ));
-        let mut diverged = false;
+        let mut kept = Vec::new();
         for d in diffs {
             let (d, dropped) = match rate_limited(&d, &sc.full_limits) {
                 Some((rest, dropped)) => (rest, dropped),
@@ -313,19 +318,54 @@ fn print_drivers(
                     show_items(&dropped)
                 );
             }
-            if matches!(&d, Diff::Log { c, rust } if c.is_empty() && rust.is_empty()) {
-                continue;
+            if !matches!(&d, Diff::Log { c, rust } if c.is_empty() && rust.is_empty()) {
+                kept.push(d);
             }
+        }
+        // As the target does: once one difference of the step is a finding
+        // after which the states diverge, the step's other differences
+        // follow from it; so does every difference of a refused manager
+        // call that left its node in Rust only.
+        refused.follow(&sc.step, sc.observed.ret, sr.observed.ret);
+        let rules: Vec<_> = kept
+            .iter()
+            .map(|d| {
+                compare::explain(&sc.step, Default::default(), d).or_else(|| refused.explain(d))
+            })
+            .collect();
+        let node_left = compare::refused_manager_node(
+            &sc.step,
+            sc.observed.ret,
+            sr.observed.ret,
+            &sc.snapshot,
+            &sr.snapshot,
+        )
+        .then(|| compare::rule("failed-set-manager"));
+        let diverging = rules
+            .iter()
+            .flatten()
+            .find(|r| r.diverges)
+            .copied()
+            .or(node_left);
+        let diverged = diverging.is_some();
+        if let (Some(rule), true) = (node_left, kept.is_empty()) {
             any = true;
-            let rule = compare::explain(&sc.step, Default::default(), &d);
+            *by_rule.entry(rule.name).or_default() += 1;
+            println!(
+                "{name}: real C and real Rust differ at step {i} `{}` [{}]: the refused call left its node in Rust only",
+                sc.step, rule.name
+            );
+        }
+        for (d, rule) in kept.iter().zip(rules) {
+            any = true;
+            let rule = rule.or(diverging);
             new |= rule.is_none();
-            diverged |= rule.is_some_and(|r| r.diverges);
             let by = rule.map_or("NEW", |r| r.name);
             *by_rule.entry(by).or_default() += 1;
             println!(
                 "{name}: real C and real Rust differ at step {i} `{}` [{by}]: {}",
                 sc.step,
-                describe(&d)
+                describe(d)
             );
         }
         if diverged {

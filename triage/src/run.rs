@@ -1,11 +1,11 @@
 //! Running a trace and catching how it fails; what a run says, as prose
 //! for `repro` and as JSON for the scripts.
 
-use idpool_harness::check::{self, Checked, Failure};
+use idpool_harness::check::{self, Checked, Failure, FailureJson};
 use idpool_harness::history::Finding;
-use idpool_harness::json::Json;
 use idpool_harness::trace::Trace;
 use idpool_harness::Events;
+use serde::ser::{Serialize, Serializer};
 
 /// Replays `trace`; `Err` with the failure when it fails (a panic inside
 /// the allocator included, not printed).
@@ -53,21 +53,50 @@ pub fn print_verdict(result: &Checked<Events>) {
     }
 }
 
-/// The paths a run reached, as a JSON object of nonzero counters.
-pub fn events_json(events: &Events) -> Json {
-    let reached = (events.counts().into_iter())
-        .filter(|&(_, n)| n > 0)
-        .map(|(name, n)| (name, Json::int(n)));
-    Json::Obj(reached.collect())
+/// Prints `value` as JSON, compact, on one line: what `--json` prints.
+pub fn print_json(value: &impl Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string(value).expect("the tools' JSON values serialise")
+    );
 }
 
-/// A failure as a JSON object ([`Failure::to_json`]), with the known
-/// upstream finding it is.
-pub fn failure_json(f: &Failure) -> Json {
-    let Json::Obj(mut fields) = f.to_json() else {
-        unreachable!("a failure is an object")
-    };
-    let finding = Finding::of(f).map(Finding::name);
-    fields.push(("finding", Json::opt_str(finding)));
-    Json::Obj(fields)
+/// The paths a run reached, as a JSON object of nonzero counters, in the
+/// order [`Events::counts`] gives them.
+pub struct EventsJson(Vec<(&'static str, u32)>);
+
+impl EventsJson {
+    /// The nonzero counters of `events`.
+    pub fn of(events: &Events) -> EventsJson {
+        EventsJson(
+            (events.counts().into_iter())
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+        )
+    }
+}
+
+impl Serialize for EventsJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().copied())
+    }
+}
+
+/// A failure as JSON ([`Failure::to_json`]), with the known upstream
+/// finding it is after its fields.
+#[derive(serde::Serialize)]
+pub struct FailureWithFinding {
+    #[serde(flatten)]
+    failure: FailureJson,
+    finding: Option<&'static str>,
+}
+
+impl FailureWithFinding {
+    /// `f` and the finding it is, if it is a known one.
+    pub fn of(f: &Failure) -> FailureWithFinding {
+        FailureWithFinding {
+            failure: f.to_json(),
+            finding: Finding::of(f).map(Finding::name),
+        }
+    }
 }

@@ -7,7 +7,6 @@
 use idpool_harness::check;
 use idpool_harness::feedback;
 use idpool_harness::files;
-use idpool_harness::json::Json;
 use idpool_harness::registry::Target;
 use idpool_harness::seeds;
 use idpool_harness::targets;
@@ -274,7 +273,7 @@ pub fn command(
         None => growth.points.first().map_or(0.0, |p| p.0),
         Some(_) => 0.0,
     };
-    print(target, &growth, origin, "", Vec::new(), json);
+    print(target, &growth, origin, "", None, json);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -349,12 +348,12 @@ pub fn sample_command(
     } else {
         format!(" (uniformly random, 1 to {}, seed {seed})", bytes(max_len))
     };
-    let settings = vec![
-        ("explore", Json::Bool(explored)),
-        ("max_len", Json::int(max_len)),
-        ("seed", Json::int(seed as usize)),
-    ];
-    print(target, &growth, 0.0, &how, settings, json);
+    let settings = Settings {
+        explore: explored,
+        max_len,
+        seed,
+    };
+    print(target, &growth, 0.0, &how, Some(settings), json);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -410,6 +409,27 @@ fn thousands(n: usize) -> String {
     out
 }
 
+/// How `triage sample` made its inputs, in its JSON after the counts.
+#[derive(serde::Serialize)]
+struct Settings {
+    explore: bool,
+    max_len: usize,
+    seed: u32,
+}
+
+/// A growth as `--json` prints it: the counts, the `[seconds, states]`
+/// points, and `triage sample`'s settings.
+#[derive(serde::Serialize)]
+struct GrowthJson {
+    target: &'static str,
+    inputs: usize,
+    failing: usize,
+    states: usize,
+    points: Vec<(f64, usize)>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    settings: Option<Settings>,
+}
+
 /// Prints a growth as `triage states` does: points from `origin`, and the
 /// total; `how` follows "inputs" in the prose.
 /// `settings` go into the JSON object after the counts (how the inputs
@@ -419,25 +439,22 @@ fn print(
     growth: &Growth,
     origin: f64,
     how: &str,
-    settings: Vec<(&'static str, Json)>,
+    settings: Option<Settings>,
     json: bool,
 ) {
     let total = growth.points.last().map_or(0, |p| p.1);
     if json {
-        let points = growth
-            .points
-            .iter()
-            .map(|&(secs, count)| Json::Arr(vec![Json::Num(secs - origin), Json::int(count)]));
-        let mut fields = vec![
-            ("target", Json::str(target.name())),
-            ("inputs", Json::int(growth.inputs)),
-            ("failing", Json::int(growth.failing)),
-            ("states", Json::int(total)),
-            ("points", Json::Arr(points.collect())),
-        ];
-        fields.extend(settings);
-        let value = Json::Obj(fields);
-        println!("{value}");
+        let points = (growth.points.iter())
+            .map(|&(secs, count)| (secs - origin, count))
+            .collect();
+        crate::run::print_json(&GrowthJson {
+            target: target.name(),
+            inputs: growth.inputs,
+            failing: growth.failing,
+            states: total,
+            points,
+            settings,
+        });
         return;
     }
     for (secs, count) in &growth.points {

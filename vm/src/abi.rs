@@ -21,15 +21,51 @@ pub const FLAT_OBJECT_SIZE: usize = 24;
 pub const NODE_INFO_SIZE: usize = 24;
 /// `sizeof(struct binderfs_device)`: a 256-byte name, major, minor.
 pub const BINDERFS_DEVICE_SIZE: usize = 264;
+/// `sizeof(struct binder_node_debug_info)`: ptr, cookie, has_strong_ref,
+/// has_weak_ref.
+pub const NODE_DEBUG_INFO_SIZE: usize = 24;
+/// `sizeof(struct binder_freeze_info)`: pid, enable, timeout_ms.
+pub const FREEZE_INFO_SIZE: usize = 12;
+/// `sizeof(struct binder_frozen_status_info)`: pid, sync_recv, async_recv.
+pub const FROZEN_STATUS_INFO_SIZE: usize = 12;
+/// `sizeof(struct binder_extended_error)`: id, command, param.
+pub const EXTENDED_ERROR_SIZE: usize = 12;
+/// `sizeof(struct binder_frozen_state_info)`: cookie, is_frozen, reserved.
+pub const FROZEN_STATE_INFO_SIZE: usize = 16;
+/// `sizeof(struct binder_handle_cookie)` (packed: a `u32` handle, a `u64`
+/// cookie).
+pub const HANDLE_COOKIE_SIZE: usize = 12;
+/// `sizeof(struct binder_pri_desc)`: priority, desc.
+pub const PRI_DESC_SIZE: usize = 8;
 
 /// `BINDER_WRITE_READ`.
 pub const BINDER_WRITE_READ: u32 = ioc(READ | WRITE, b'b', 1, WRITE_READ_SIZE);
+/// `BINDER_SET_IDLE_TIMEOUT` (an `__s64`): neither driver has it.
+pub const BINDER_SET_IDLE_TIMEOUT: u32 = ioc(WRITE, b'b', 3, 8);
+/// `BINDER_SET_MAX_THREADS` (a `__u32`).
+pub const BINDER_SET_MAX_THREADS: u32 = ioc(WRITE, b'b', 5, 4);
+/// `BINDER_SET_IDLE_PRIORITY` (an `__s32`): neither driver has it.
+pub const BINDER_SET_IDLE_PRIORITY: u32 = ioc(WRITE, b'b', 6, 4);
 /// `BINDER_SET_CONTEXT_MGR`.
 pub const BINDER_SET_CONTEXT_MGR: u32 = ioc(WRITE, b'b', 7, 4);
+/// `BINDER_THREAD_EXIT` (an `__s32`, not read).
+pub const BINDER_THREAD_EXIT: u32 = ioc(WRITE, b'b', 8, 4);
 /// `BINDER_VERSION`.
 pub const BINDER_VERSION: u32 = ioc(READ | WRITE, b'b', 9, 4);
+/// `BINDER_GET_NODE_DEBUG_INFO`.
+pub const BINDER_GET_NODE_DEBUG_INFO: u32 = ioc(READ | WRITE, b'b', 11, NODE_DEBUG_INFO_SIZE);
 /// `BINDER_GET_NODE_INFO_FOR_REF`.
 pub const BINDER_GET_NODE_INFO_FOR_REF: u32 = ioc(READ | WRITE, b'b', 12, NODE_INFO_SIZE);
+/// `BINDER_SET_CONTEXT_MGR_EXT` (a `flat_binder_object`).
+pub const BINDER_SET_CONTEXT_MGR_EXT: u32 = ioc(WRITE, b'b', 13, FLAT_OBJECT_SIZE);
+/// `BINDER_FREEZE`.
+pub const BINDER_FREEZE: u32 = ioc(WRITE, b'b', 14, FREEZE_INFO_SIZE);
+/// `BINDER_GET_FROZEN_INFO`.
+pub const BINDER_GET_FROZEN_INFO: u32 = ioc(READ | WRITE, b'b', 15, FROZEN_STATUS_INFO_SIZE);
+/// `BINDER_ENABLE_ONEWAY_SPAM_DETECTION` (a `__u32`).
+pub const BINDER_ENABLE_ONEWAY_SPAM_DETECTION: u32 = ioc(WRITE, b'b', 16, 4);
+/// `BINDER_GET_EXTENDED_ERROR`.
+pub const BINDER_GET_EXTENDED_ERROR: u32 = ioc(READ | WRITE, b'b', 17, EXTENDED_ERROR_SIZE);
 /// `BINDER_CTL_ADD` on binderfs's `binder-control`.
 pub const BINDER_CTL_ADD: u32 = ioc(READ | WRITE, b'b', 1, BINDERFS_DEVICE_SIZE);
 /// The protocol version both drivers report.
@@ -37,6 +73,10 @@ pub const BINDER_CURRENT_PROTOCOL_VERSION: i32 = 8;
 
 /// `BC_TRANSACTION`.
 pub const BC_TRANSACTION: u32 = ioc(WRITE, b'c', 0, TRANSACTION_DATA_SIZE);
+/// `BC_REPLY`.
+pub const BC_REPLY: u32 = ioc(WRITE, b'c', 1, TRANSACTION_DATA_SIZE);
+/// `BC_ACQUIRE_RESULT` (an `__s32`): neither driver has it.
+pub const BC_ACQUIRE_RESULT: u32 = ioc(WRITE, b'c', 2, 4);
 /// `BC_FREE_BUFFER`.
 pub const BC_FREE_BUFFER: u32 = ioc(WRITE, b'c', 3, 8);
 /// `BC_INCREFS`.
@@ -51,14 +91,26 @@ pub const BC_DECREFS: u32 = ioc(WRITE, b'c', 7, 4);
 pub const BC_INCREFS_DONE: u32 = ioc(WRITE, b'c', 8, 16);
 /// `BC_ACQUIRE_DONE`.
 pub const BC_ACQUIRE_DONE: u32 = ioc(WRITE, b'c', 9, 16);
+/// `BC_ATTEMPT_ACQUIRE` (a `binder_pri_desc`): neither driver has it.
+pub const BC_ATTEMPT_ACQUIRE: u32 = ioc(WRITE, b'c', 10, PRI_DESC_SIZE);
+/// `BC_REGISTER_LOOPER`.
+pub const BC_REGISTER_LOOPER: u32 = ioc(NONE, b'c', 11, 0);
 /// `BC_ENTER_LOOPER`.
 pub const BC_ENTER_LOOPER: u32 = ioc(NONE, b'c', 12, 0);
+/// `BC_EXIT_LOOPER`.
+pub const BC_EXIT_LOOPER: u32 = ioc(NONE, b'c', 13, 0);
 /// `BC_REQUEST_DEATH_NOTIFICATION` (a packed handle and cookie, 12 bytes).
 pub const BC_REQUEST_DEATH_NOTIFICATION: u32 = ioc(WRITE, b'c', 14, 12);
 /// `BC_CLEAR_DEATH_NOTIFICATION`.
 pub const BC_CLEAR_DEATH_NOTIFICATION: u32 = ioc(WRITE, b'c', 15, 12);
 /// `BC_DEAD_BINDER_DONE`.
 pub const BC_DEAD_BINDER_DONE: u32 = ioc(WRITE, b'c', 16, 8);
+/// `BC_REQUEST_FREEZE_NOTIFICATION` (a `binder_handle_cookie`).
+pub const BC_REQUEST_FREEZE_NOTIFICATION: u32 = ioc(WRITE, b'c', 19, HANDLE_COOKIE_SIZE);
+/// `BC_CLEAR_FREEZE_NOTIFICATION`.
+pub const BC_CLEAR_FREEZE_NOTIFICATION: u32 = ioc(WRITE, b'c', 20, HANDLE_COOKIE_SIZE);
+/// `BC_FREEZE_NOTIFICATION_DONE` (a cookie).
+pub const BC_FREEZE_NOTIFICATION_DONE: u32 = ioc(WRITE, b'c', 21, 8);
 
 /// `TF_ONE_WAY`.
 pub const TF_ONE_WAY: u32 = 0x01;
@@ -127,8 +179,9 @@ pub fn br_name(code: u32) -> &'static str {
         .unwrap_or("BR_UNKNOWN")
 }
 
-/// `_IOC_NR` of `BR_TRANSACTION` and `BR_TRANSACTION_SEC_CTX` (2, with two
-/// sizes), ... the ones the executor decodes.
+/// `_IOC_NR` of the returns the executor decodes or answers
+/// (`BR_TRANSACTION` and `BR_TRANSACTION_SEC_CTX` share 2, with two
+/// sizes).
 pub mod br_nr {
     /// `BR_ERROR`.
     pub const ERROR: u8 = 0;
@@ -156,6 +209,12 @@ pub mod br_nr {
     pub const CLEAR_DEATH_NOTIFICATION_DONE: u8 = 16;
     /// `BR_FAILED_REPLY`.
     pub const FAILED_REPLY: u8 = 17;
+    /// `BR_SPAWN_LOOPER` (written over the read's leading `BR_NOOP`).
+    pub const SPAWN_LOOPER: u8 = 13;
+    /// `BR_FROZEN_BINDER`.
+    pub const FROZEN_BINDER: u8 = 21;
+    /// `BR_CLEAR_FREEZE_NOTIFICATION_DONE`.
+    pub const CLEAR_FREEZE_NOTIFICATION_DONE: u8 = 22;
 }
 
 /// Little-endian readers over a byte slice.
@@ -270,6 +329,14 @@ pub fn push_cmd(buf: &mut Vec<u8>, code: u32, payload: &[u8]) {
     buf.extend_from_slice(payload);
 }
 
+/// A packed `struct binder_handle_cookie`: the handle, then the cookie.
+pub fn handle_cookie(handle: u32, cookie: u64) -> [u8; HANDLE_COOKIE_SIZE] {
+    let mut b = [0u8; HANDLE_COOKIE_SIZE];
+    b[0..4].copy_from_slice(&handle.to_le_bytes());
+    b[4..12].copy_from_slice(&cookie.to_le_bytes());
+    b
+}
+
 /// One `BR_*` return split out of a read buffer: its code and payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawReturn {
@@ -319,6 +386,24 @@ mod tests {
         assert_eq!(BC_TRANSACTION, 0x4040_6300);
         assert_eq!(BC_ENTER_LOOPER, 0x630c);
         assert_eq!(BC_REQUEST_DEATH_NOTIFICATION, 0x400c_630e);
+        assert_eq!(BINDER_SET_IDLE_TIMEOUT, 0x4008_6203);
+        assert_eq!(BINDER_SET_MAX_THREADS, 0x4004_6205);
+        assert_eq!(BINDER_SET_IDLE_PRIORITY, 0x4004_6206);
+        assert_eq!(BINDER_THREAD_EXIT, 0x4004_6208);
+        assert_eq!(BINDER_GET_NODE_DEBUG_INFO, 0xc018_620b);
+        assert_eq!(BINDER_SET_CONTEXT_MGR_EXT, 0x4018_620d);
+        assert_eq!(BINDER_FREEZE, 0x400c_620e);
+        assert_eq!(BINDER_GET_FROZEN_INFO, 0xc00c_620f);
+        assert_eq!(BINDER_ENABLE_ONEWAY_SPAM_DETECTION, 0x4004_6210);
+        assert_eq!(BINDER_GET_EXTENDED_ERROR, 0xc00c_6211);
+        assert_eq!(BC_REPLY, 0x4040_6301);
+        assert_eq!(BC_ACQUIRE_RESULT, 0x4004_6302);
+        assert_eq!(BC_ATTEMPT_ACQUIRE, 0x4008_630a);
+        assert_eq!(BC_REGISTER_LOOPER, 0x630b);
+        assert_eq!(BC_EXIT_LOOPER, 0x630d);
+        assert_eq!(BC_REQUEST_FREEZE_NOTIFICATION, 0x400c_6313);
+        assert_eq!(BC_CLEAR_FREEZE_NOTIFICATION, 0x400c_6314);
+        assert_eq!(BC_FREEZE_NOTIFICATION_DONE, 0x4008_6315);
         assert_eq!(BINDER_TYPE_BINDER, 0x7362_2a85);
         assert_eq!(BINDER_TYPE_WEAK_HANDLE, 0x7768_2a85);
     }

@@ -26,9 +26,9 @@
 //!   real driver printed must be one the model prints, and the lines no
 //!   limit applies to must be the same.
 
+use crate::driver::Driver;
 use crate::klog::{self, Class, Limit, LogLine, RateLimits};
 use crate::replay::{StepRun, TraceRun};
-use crate::wire::Driver;
 use idpool::driver::{
     CDriver, Log, NodeState, Observed, Pid, ProcState, RefState, RustDriver, Sequential, Snapshot,
     Step,

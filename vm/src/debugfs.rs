@@ -13,7 +13,7 @@
 //! them, and per ref no death notification; in 7.3 its ref lines have no
 //! newline, so several refs (and what follows them) share one line.
 
-use crate::wire::Driver;
+use crate::driver::Driver;
 
 /// A node line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,12 +66,15 @@ pub struct ProcText {
     pub nodes: Vec<NodeLine>,
     /// Its refs.
     pub refs: Vec<RefLine>,
-    /// Its buffers delivered and not freed (C: `buffer N: ... delivered`;
-    /// Rust: `allocated`): what userspace received and holds.
+    /// Its buffers delivered and not freed (C: `buffer N: ... delivered`,
+    /// or `active` when a thread's `incoming transaction N` is its
+    /// transaction: a call received and not answered yet; Rust:
+    /// `allocated`): what userspace received and holds.
     pub buffers: usize,
     /// Its buffers allocated for transactions not delivered yet (C: `buffer
-    /// N: ... active`; Rust: `reserved`): one-way transactions queued
-    /// behind the one in progress on their node.
+    /// N: ... active` but not incoming; Rust: `reserved`): one-way
+    /// transactions queued behind the one in progress on their node, calls
+    /// waiting in a queue.
     pub buffers_pending: usize,
     /// Lines about pending work (`pending transaction`, `has delivered
     /// dead binder`, ...), kept as they are.
@@ -188,6 +191,9 @@ fn parse_ref(words: &[&str]) -> Option<(RefLine, usize)> {
 /// Parses one process's debug text.
 pub fn parse(text: &str, driver: Driver) -> ProcText {
     let mut out = ProcText::default();
+    // C: the debug ids of the `active` buffers and of the transactions
+    // threads have received (a buffer's debug id is its transaction's).
+    let (mut active, mut incoming) = (Vec::new(), Vec::new());
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let mut rest: &[&str] = &words;
@@ -210,19 +216,37 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
                     None => out.unparsed.push(rest.join(" ")),
                 },
                 "proc" if out.pid.is_none() => out.pid = num(rest.get(1)),
-                // C: `delivered` or `active` (not delivered yet); Rust:
+                // C: `delivered`, or `active` (its transaction not done:
+                // queued, or a call received and not answered); Rust:
                 // `allocated` or `reserved`.
-                "buffer" | "buffer:"
-                    if matches!(rest.last(), Some(&"active") | Some(&"reserved")) =>
-                {
+                "buffer" if rest.last() == Some(&"active") => active.push(num::<u32>(rest.get(1))),
+                "buffer" | "buffer:" if rest.last() == Some(&"reserved") => {
                     out.buffers_pending += 1
                 }
                 "buffer" | "buffer:" => out.buffers += 1,
                 "binder" | "context" | "thread" | "proc" => {}
-                "pending" | "has" | "outgoing" | "incoming" => out.pending.push(rest.join(" ")),
+                // Work and transactions: `pending transaction`, `has ...`,
+                // a thread's `outgoing`/`incoming`/`bad transaction`, a
+                // thread's deferred `transaction complete` (Rust:
+                // `(skipped) transaction complete` once it is dropped),
+                // `transaction error: N`, `unknown work`.
+                "pending" | "has" | "outgoing" | "incoming" | "bad" | "transaction"
+                | "(skipped)" | "unknown" => {
+                    if rest.starts_with(&["incoming", "transaction"]) {
+                        incoming.push(num::<u32>(rest.get(2)));
+                    }
+                    out.pending.push(rest.join(" "))
+                }
                 _ => out.unparsed.push(rest.join(" ")),
             }
             break;
+        }
+    }
+    for id in active {
+        if id.is_some() && incoming.contains(&id) {
+            out.buffers += 1;
+        } else {
+            out.buffers_pending += 1;
         }
     }
     out
@@ -261,6 +285,28 @@ mod tests {
         );
         assert_eq!(p.refs[0].death, None);
         assert_eq!(p.buffers, 1);
+        assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+    }
+
+    #[test]
+    fn thread_work_lines_are_pending_work() {
+        // A caller's thread in C, with its deferred completion; the Rust
+        // driver's dropped completion.
+        let c = "proc 7\ncontext b0\n  thread 7: l 12 need_return 0 tr 0\n    outgoing transaction 21: 0000000000000000 from 7:7 to 6:0 code 0 flags 0 pri 0 r1 elapsed 0ms node 1 size 0:0 offset 0\n    transaction complete\n";
+        let p = parse(c, Driver::C);
+        assert_eq!(p.pending.len(), 2, "{p:?}");
+        assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+        let r = parse("    (skipped) transaction complete\n", Driver::Rust);
+        assert_eq!((r.pending.len(), r.unparsed.len()), (1, 0));
+    }
+
+    #[test]
+    fn a_c_call_received_and_not_answered_is_a_delivered_buffer() {
+        // Captured from 7.3.4 (vm/examples/18-call-reply.trace, step 1):
+        // the callee's buffer is `active` while its thread owes the reply.
+        let callee = "proc 94\ncontext b0\n  thread 94: l 22 need_return 0 tr 0\n    incoming transaction 2: 000000000cdf4f75 from 95:95 to 94:94 code 0 flags 0 pri 0 a0 r0 elapsed 4ms node 1 size 24:8 offset 0\n  node 1: u0000000000000000 c0000000000000000 hs 1 hw 1 ls 2 lw 1 is 0 iw 0 tr 1\n  buffer 2: 0 size 24:8:0 active\n  buffer 3: 40 size 0:0:0 active\n";
+        let p = parse(callee, Driver::C);
+        assert_eq!((p.buffers, p.buffers_pending), (1, 1), "{p:?}");
         assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
     }
 

@@ -7,22 +7,24 @@
 //! read, the kernel log lines and each process's state in the driver's
 //! debug files, and prints them as JSON lines ([`crate::wire::Record`]).
 
-use crate::abi::{self, br_nr, FlatObject, TransactionData};
 use crate::klog::{self, Class, Limit, RateLimits, Window};
 use crate::program;
-use crate::sys::{self, Mapping};
+use crate::sys;
 use crate::wire::{
-    Config, Driver, Pace, Record, Release, TraceFile, WireBr, WireObject, WireProc, WireRet,
+    Config, Driver, Pace, Record, Release, TraceFile, WireBr, WireEe, WireProc, WireRet,
 };
-use idpool::driver::{Command, Object, RefCmd};
+use idpool::driver::{Command, Step};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
+
+mod child;
+mod commands;
+mod drain;
 
 /// Where the host puts the configuration.
 pub const CONFIG_PATH: &str = "/binder-vm.json";
@@ -36,9 +38,18 @@ const MODULE_INIT_COMPRESSED_FILE: libc::c_int = 4;
 /// What the executor asks of one of its processes.
 #[derive(Debug, Serialize, Deserialize)]
 enum Request {
-    /// Run this command (its text form).
-    Run(String),
-    /// Read and answer everything the driver has for it.
+    /// Run this command (its text form) on thread `tid`; `pids` are the
+    /// trace's processes' pids, for the commands that name a process.
+    Run {
+        /// `t0` .. `t2`.
+        tid: u8,
+        /// The command's text.
+        command: String,
+        /// The VM pids of `p0`, `p1`, ...
+        pids: Vec<i32>,
+    },
+    /// Each thread the driver knows reads and answers everything the
+    /// driver has for it.
     Drain,
     /// Unmap and close the Binder file, then exit.
     Exit,
@@ -51,12 +62,23 @@ struct Reply {
     pid: i32,
     /// The command's result.
     ret: Option<WireRet>,
-    /// What a drain read.
+    /// The command's thread's extended error after it.
+    ee: Option<WireEe>,
+    /// What a drain read (each read names its thread).
     reads: Vec<WireBr>,
     /// Anything off.
     notes: Vec<String>,
     /// Set when it could not do what it was asked at all.
     error: Option<String>,
+}
+
+impl Reply {
+    fn error(e: String) -> Reply {
+        Reply {
+            error: Some(e),
+            ..Reply::default()
+        }
+    }
 }
 
 /// PID 1's entry point: runs everything, then powers the VM off.
@@ -438,6 +460,15 @@ struct TraceRun<'a> {
 
 type StepError = (String, Option<usize>);
 
+/// What a step's command did.
+struct CommandDone {
+    ret: WireRet,
+    ee: Option<WireEe>,
+    /// For `exit`: the wait for the deferred release.
+    release: Option<Release>,
+    notes: Vec<String>,
+}
+
 impl TraceRun<'_> {
     fn run(&mut self, tf: &TraceFile) -> Result<(), StepError> {
         let t0 = sys::boottime_us();
@@ -461,9 +492,7 @@ impl TraceRun<'_> {
             log,
         });
         for (s, step) in program.steps.iter().enumerate() {
-            let record = self
-                .step(s, &step.command, step.pid.index())
-                .map_err(|e| (e, Some(s)))?;
+            let record = self.step(s, step).map_err(|e| (e, Some(s)))?;
             self.out.emit(&record);
         }
         let flush = self.flush().map_err(|e| (e, None))?;
@@ -506,7 +535,11 @@ impl TraceRun<'_> {
         self.children.push(spawn(&device, 0)?);
         let k = self.children.len() - 1;
         let probe = &mut self.children[k];
-        let reply = probe.ask(&Request::Run("send 1".into()))?;
+        let reply = probe.ask(&Request::Run {
+            tid: 0,
+            command: "send 1".into(),
+            pids: Vec::new(),
+        })?;
         if reply.ret != Some(WireRet::Ok) {
             return Err(format!("the rate-limit probe's send: {:?}", reply.ret));
         }
@@ -535,30 +568,81 @@ impl TraceRun<'_> {
         let _ = klog_lines();
     }
 
-    fn step(&mut self, s: usize, command: &Command, k: usize) -> Result<Record, String> {
-        // An exit prints a line per piece of work it drops (one-way
-        // transactions queued on its nodes, ...): as many as its debug
-        // text has pending lines, and a few more.
-        let expect = match (command, &self.children[k].last_state) {
+    fn step(&mut self, s: usize, step: &Step) -> Result<Record, String> {
+        let paced_us = self.pacer.before_command(self.expected_lines(step));
+        let t0 = sys::boottime_us();
+        let done = self.command(step)?;
+        let mut notes = done.notes;
+        let reads = self.drain(&mut notes)?;
+        let log = klog_lines();
+        self.pacer.observe(&log);
+        let full_limits = self.pacer.full();
+        Ok(Record::Step {
+            trace: self.index,
+            step: s,
+            ret: done.ret,
+            ee: done.ee,
+            reads,
+            log,
+            procs: self.proc_states(),
+            release: done.release,
+            paced_ms: paced_us / 1000,
+            us: sys::boottime_us() - t0,
+            full_limits,
+            notes,
+        })
+    }
+
+    /// How many lines `step` may print through one rate limit: an exit
+    /// prints a line per piece of work it drops (one-way transactions
+    /// queued on its nodes, a transaction on a thread's stack, ...): as
+    /// many as its debug text has such lines, and a few more.
+    fn expected_lines(&self, step: &Step) -> u32 {
+        match (&step.command, &self.children[step.pid.index()].last_state) {
             (Command::Exit, Some(text)) => {
-                2 + text.lines().filter(|l| l.contains("pending")).count() as u32
+                2 + text.lines().filter(|l| l.contains("transaction")).count() as u32
             }
             _ => 0,
+        }
+    }
+
+    /// Runs the step's command in its process, on its thread (`exit`: the
+    /// process closes the device and exits; nothing for a process that
+    /// has exited).
+    fn command(&mut self, step: &Step) -> Result<CommandDone, String> {
+        let k = step.pid.index();
+        let mut done = CommandDone {
+            ret: WireRet::Skipped,
+            ee: None,
+            release: None,
+            notes: Vec::new(),
         };
-        let paced_us = self.pacer.before_command(expect);
-        let t0 = sys::boottime_us();
-        let mut notes = Vec::new();
-        let mut release = None;
-        let ret = if !self.children[k].alive {
-            WireRet::Skipped
-        } else if *command == Command::Exit {
-            release = Some(self.close(k)?);
-            WireRet::Ok
-        } else {
-            let reply = self.children[k].ask(&Request::Run(command.to_string()))?;
-            notes.extend(reply.notes.into_iter().map(|n| format!("p{k}: {n}")));
-            reply.ret.ok_or("no result for a command")?
+        if !self.children[k].alive {
+            return Ok(done);
+        }
+        if step.command == Command::Exit {
+            done.release = Some(self.close(k)?);
+            done.ret = WireRet::Ok;
+            return Ok(done);
+        }
+        let request = Request::Run {
+            tid: step.tid.0,
+            command: step.command.to_string(),
+            pids: self.children.iter().map(|c| c.pid).collect(),
         };
+        let reply = self.children[k].ask(&request)?;
+        done.notes = reply
+            .notes
+            .into_iter()
+            .map(|n| format!("p{k}: {n}"))
+            .collect();
+        done.ret = reply.ret.ok_or("no result for a command")?;
+        done.ee = reply.ee;
+        Ok(done)
+    }
+
+    /// Every live process drains, in order: what each read.
+    fn drain(&mut self, notes: &mut Vec<String>) -> Result<Vec<Vec<WireBr>>, String> {
         let mut reads = vec![Vec::new(); self.children.len()];
         for (j, child) in self.children.iter_mut().enumerate() {
             if child.alive {
@@ -567,9 +651,12 @@ impl TraceRun<'_> {
                 notes.extend(reply.notes.into_iter().map(|n| format!("p{j} drain: {n}")));
             }
         }
-        let log = klog_lines();
-        self.pacer.observe(&log);
-        let full_limits = self.pacer.full();
+        Ok(reads)
+    }
+
+    /// Each process's state: its debug text when it is alive (`=` when
+    /// unchanged since the last step).
+    fn proc_states(&mut self) -> Vec<WireProc> {
         let mut procs = Vec::new();
         for child in &mut self.children {
             let state = if child.alive {
@@ -591,19 +678,7 @@ impl TraceRun<'_> {
                 state,
             });
         }
-        Ok(Record::Step {
-            trace: self.index,
-            step: s,
-            ret,
-            reads,
-            log,
-            procs,
-            release,
-            paced_ms: paced_us / 1000,
-            us: sys::boottime_us() - t0,
-            full_limits,
-            notes,
-        })
+        procs
     }
 
     /// Process `k` unmaps and closes its Binder file and exits; then the
@@ -681,7 +756,7 @@ fn spawn(device: &str, euid: u32) -> Result<Child, String> {
     let pid = sys::fork().map_err(|e| format!("fork: {e}"))?;
     if pid == 0 {
         drop(parent_end);
-        child_main(child_end, device, euid);
+        child::child_main(child_end, device, euid);
     }
     drop(child_end);
     let reader = BufReader::new(
@@ -708,370 +783,4 @@ fn spawn(device: &str, euid: u32) -> Result<Child, String> {
         return Err(format!("pid {pid}: {e}"));
     }
     Ok(child)
-}
-
-/// A trace's process: set up as `docs/commands.md` says, then serve the
-/// executor's requests until told to exit.
-fn child_main(sock: UnixStream, device: &str, euid: u32) -> ! {
-    let mut writer = sock.try_clone().expect("dup a socket");
-    let mut reader = BufReader::new(sock);
-    let mut send = |reply: &Reply| {
-        let mut line = serde_json::to_string(reply).expect("replies serialise");
-        line.push('\n');
-        if writer.write_all(line.as_bytes()).is_err() {
-            sys::exit_now(3);
-        }
-    };
-    let mut proc = match Proc::open(device, euid) {
-        Ok(p) => p,
-        Err(e) => {
-            send(&Reply {
-                error: Some(e),
-                ..Reply::default()
-            });
-            sys::exit_now(1);
-        }
-    };
-    send(&Reply {
-        pid: sys::getpid(),
-        ..Reply::default()
-    });
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => sys::exit_now(2),
-            Ok(_) => {}
-        }
-        let reply = match serde_json::from_str::<Request>(&line) {
-            Err(e) => Reply {
-                error: Some(format!("bad request {line:?}: {e}")),
-                ..Reply::default()
-            },
-            Ok(Request::Run(text)) => proc.run(&text),
-            Ok(Request::Drain) => proc.drain(),
-            Ok(Request::Exit) => {
-                drop(proc);
-                send(&Reply::default());
-                sys::exit_now(0);
-            }
-        };
-        send(&reply);
-    }
-}
-
-/// A process's Binder file, its mapping and what it keeps between
-/// commands.
-struct Proc {
-    // Field order: the mapping is dropped (unmapped) before the file is
-    // closed; the driver releases the process when both are gone.
-    map: Mapping,
-    file: File,
-    /// Answers to the last read, written with the next one.
-    answers: Vec<u8>,
-    /// Received transaction buffers not yet freed, oldest first.
-    buffers: VecDeque<u64>,
-}
-
-fn errno_of(e: &io::Error) -> WireRet {
-    WireRet::Errno(e.raw_os_error().unwrap_or(-1))
-}
-
-impl Proc {
-    fn open(device: &str, euid: u32) -> Result<Proc, String> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(device)
-            .map_err(|e| format!("open {device}: {e}"))?;
-        let map = Mapping::new(&file, MAP_SIZE).map_err(|e| format!("mmap {device}: {e}"))?;
-        let version = sys::binder_version(&file).map_err(|e| format!("BINDER_VERSION: {e}"))?;
-        if version != abi::BINDER_CURRENT_PROTOCOL_VERSION {
-            return Err(format!("BINDER_VERSION says {version}"));
-        }
-        let mut w = Vec::new();
-        abi::push_cmd(&mut w, abi::BC_ENTER_LOOPER, &[]);
-        sys::write_read(&file, &w, 0)
-            .result
-            .map_err(|e| format!("BC_ENTER_LOOPER: {e}"))?;
-        if euid != 0 {
-            sys::setresuid(euid, euid, euid).map_err(|e| format!("setresuid({euid}): {e}"))?;
-        }
-        Ok(Proc {
-            map,
-            file,
-            answers: Vec::new(),
-            buffers: VecDeque::new(),
-        })
-    }
-
-    fn write(&self, w: &[u8]) -> (WireRet, Vec<String>) {
-        let r = sys::write_read(&self.file, w, 0);
-        let mut notes = Vec::new();
-        if r.result.is_ok() && r.write_consumed != w.len() as u64 {
-            notes.push(format!(
-                "write_consumed {} of {} bytes",
-                r.write_consumed,
-                w.len()
-            ));
-        }
-        let ret = match &r.result {
-            Ok(()) => WireRet::Ok,
-            Err(e) => errno_of(e),
-        };
-        (ret, notes)
-    }
-
-    fn run(&mut self, text: &str) -> Reply {
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let command = match Command::parse_words(&words) {
-            Ok(c) => c,
-            Err(e) => {
-                return Reply {
-                    error: Some(format!("bad command {text:?}: {e}")),
-                    ..Reply::default()
-                }
-            }
-        };
-        let mut w = Vec::new();
-        let (ret, notes) = match command {
-            Command::SetManager => (
-                sys::set_context_mgr(&self.file).map_or_else(|e| errno_of(&e), |()| WireRet::Ok),
-                Vec::new(),
-            ),
-            Command::NodeInfo(h) => (
-                sys::node_info_for_ref(&self.file, h).map_or_else(
-                    |e| errno_of(&e),
-                    |(strong, weak)| WireRet::NodeInfo { strong, weak },
-                ),
-                Vec::new(),
-            ),
-            Command::Ref(cmd, h) => {
-                let code = match cmd {
-                    RefCmd::IncRefs => abi::BC_INCREFS,
-                    RefCmd::Acquire => abi::BC_ACQUIRE,
-                    RefCmd::Release => abi::BC_RELEASE,
-                    RefCmd::DecRefs => abi::BC_DECREFS,
-                };
-                abi::push_cmd(&mut w, code, &h.to_le_bytes());
-                self.write(&w)
-            }
-            Command::RequestDeath { handle, cookie } | Command::ClearDeath { handle, cookie } => {
-                let code = if matches!(command, Command::RequestDeath { .. }) {
-                    abi::BC_REQUEST_DEATH_NOTIFICATION
-                } else {
-                    abi::BC_CLEAR_DEATH_NOTIFICATION
-                };
-                let mut p = handle.to_le_bytes().to_vec();
-                p.extend_from_slice(&cookie.to_le_bytes());
-                abi::push_cmd(&mut w, code, &p);
-                self.write(&w)
-            }
-            Command::Free => match self.buffers.pop_front() {
-                None => (WireRet::Skipped, Vec::new()),
-                Some(buffer) => {
-                    abi::push_cmd(&mut w, abi::BC_FREE_BUFFER, &buffer.to_le_bytes());
-                    self.write(&w)
-                }
-            },
-            Command::Send { to, ref objects } => {
-                let mut data = Vec::new();
-                let mut offsets = Vec::new();
-                for o in objects.iter().flat_map(Object::expand) {
-                    offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                    let flat = match o {
-                        Object::Node { ptr, strong } => FlatObject {
-                            kind: if strong {
-                                abi::BINDER_TYPE_BINDER
-                            } else {
-                                abi::BINDER_TYPE_WEAK_BINDER
-                            },
-                            flags: 0,
-                            value: ptr,
-                            cookie: ptr,
-                        },
-                        Object::Handle { handle, strong } => FlatObject {
-                            kind: if strong {
-                                abi::BINDER_TYPE_HANDLE
-                            } else {
-                                abi::BINDER_TYPE_WEAK_HANDLE
-                            },
-                            flags: 0,
-                            value: u64::from(handle),
-                            cookie: 0,
-                        },
-                        Object::Nodes { .. } => unreachable!("runs are expanded"),
-                    };
-                    data.extend_from_slice(&flat.encode());
-                }
-                let tr = TransactionData {
-                    target: u64::from(to),
-                    flags: abi::TF_ONE_WAY,
-                    data_size: data.len() as u64,
-                    offsets_size: offsets.len() as u64,
-                    buffer: data.as_ptr() as u64,
-                    offsets: offsets.as_ptr() as u64,
-                    ..TransactionData::default()
-                };
-                abi::push_cmd(&mut w, abi::BC_TRANSACTION, &tr.encode());
-                // `data` and `offsets` live until after the ioctl.
-                let r = self.write(&w);
-                drop((data, offsets));
-                r
-            }
-            Command::Exit => {
-                return Reply {
-                    error: Some("exit is a request of its own".into()),
-                    ..Reply::default()
-                }
-            }
-        };
-        Reply {
-            ret: Some(ret),
-            notes,
-            ..Reply::default()
-        }
-    }
-
-    /// Reads until there is nothing left to read or answer. A read is made
-    /// only when `poll` says there is work (the C driver logs every failed
-    /// ioctl, `EAGAIN` included); pending answers with no work go in a
-    /// write-only call.
-    fn drain(&mut self) -> Reply {
-        let mut reply = Reply::default();
-        for _ in 0..1000 {
-            let work = match sys::readable_now(&self.file) {
-                Ok(w) => w,
-                Err(e) => {
-                    reply.notes.push(format!("poll: {e}"));
-                    false
-                }
-            };
-            if !work && self.answers.is_empty() {
-                return reply;
-            }
-            let answers = std::mem::take(&mut self.answers);
-            let r = sys::write_read(&self.file, &answers, if work { READ_SIZE } else { 0 });
-            if let Err(e) = &r.result {
-                reply.notes.push(format!(
-                    "BINDER_WRITE_READ (write {} bytes, read {}): {e}",
-                    answers.len(),
-                    if work { READ_SIZE } else { 0 }
-                ));
-                if e.raw_os_error() != Some(libc::EAGAIN) {
-                    return reply;
-                }
-            }
-            match abi::split_returns(&r.read) {
-                Ok(returns) => {
-                    for ret in returns {
-                        if let Some(br) = self.answer(&ret, &mut reply.notes) {
-                            reply.reads.push(br);
-                        }
-                    }
-                }
-                Err(e) => {
-                    reply.notes.push(e);
-                    return reply;
-                }
-            }
-        }
-        reply.notes.push("still reading after 1000 reads".into());
-        reply
-    }
-
-    /// Records one return and queues its answer (`BR_NOOP` is neither).
-    fn answer(&mut self, ret: &abi::RawReturn, notes: &mut Vec<String>) -> Option<WireBr> {
-        let code = ret.code;
-        if abi::ioc_type(code) == b'r' && abi::ioc_nr(code) == br_nr::NOOP {
-            return None;
-        }
-        let mut br = WireBr {
-            br: abi::br_name(code).to_string(),
-            code,
-            args: Vec::new(),
-            objects: None,
-        };
-        if abi::ioc_type(code) == b'r' && self.decode(&mut br, &ret.payload, notes).is_none() {
-            notes.push(format!(
-                "{} with a malformed payload {:?}",
-                br.br, ret.payload
-            ));
-        }
-        Some(br)
-    }
-
-    fn decode(&mut self, br: &mut WireBr, p: &[u8], notes: &mut Vec<String>) -> Option<()> {
-        let code = br.code;
-        match abi::ioc_nr(code) {
-            br_nr::ERROR => br.args.push(u64::from(abi::u32_at(p, 0)?)),
-            br_nr::INCREFS | br_nr::ACQUIRE | br_nr::RELEASE | br_nr::DECREFS => {
-                let (ptr, cookie) = (abi::u64_at(p, 0)?, abi::u64_at(p, 8)?);
-                br.args = vec![ptr, cookie];
-                let done = match abi::ioc_nr(code) {
-                    br_nr::INCREFS => Some(abi::BC_INCREFS_DONE),
-                    br_nr::ACQUIRE => Some(abi::BC_ACQUIRE_DONE),
-                    _ => None,
-                };
-                if let Some(done) = done {
-                    abi::push_cmd(&mut self.answers, done, &p[..16]);
-                }
-            }
-            br_nr::DEAD_BINDER => {
-                let cookie = abi::u64_at(p, 0)?;
-                br.args.push(cookie);
-                abi::push_cmd(
-                    &mut self.answers,
-                    abi::BC_DEAD_BINDER_DONE,
-                    &cookie.to_le_bytes(),
-                );
-            }
-            br_nr::CLEAR_DEATH_NOTIFICATION_DONE => br.args.push(abi::u64_at(p, 0)?),
-            br_nr::TRANSACTION | br_nr::REPLY => {
-                let t = TransactionData::decode(p)?;
-                br.args = vec![
-                    t.target,
-                    t.cookie,
-                    u64::from(t.code),
-                    u64::from(t.flags),
-                    u64::from(t.sender_euid),
-                    t.data_size,
-                    t.offsets_size,
-                ];
-                let mut objects = Vec::new();
-                for i in 0..(t.offsets_size / 8) {
-                    let flat = self
-                        .map
-                        .read(t.offsets + i * 8, 8)
-                        .and_then(|b| abi::u64_at(&b, 0))
-                        .and_then(|off| self.map.read(t.buffer + off, abi::FLAT_OBJECT_SIZE))
-                        .and_then(|b| FlatObject::decode(&b));
-                    match flat {
-                        Some(f) => objects.push(WireObject {
-                            kind: f.kind,
-                            flags: f.flags,
-                            value: f.value,
-                            cookie: f.cookie,
-                        }),
-                        None => notes.push(format!(
-                            "object {i} of a transaction (buffer {:#x}, offsets {:#x}) is outside the mapping",
-                            t.buffer, t.offsets
-                        )),
-                    }
-                }
-                br.objects = Some(objects);
-                if abi::ioc_nr(code) == br_nr::TRANSACTION {
-                    self.buffers.push_back(t.buffer);
-                }
-            }
-            _ => {
-                br.args = p
-                    .chunks(8)
-                    .map(|c| c.iter().rev().fold(0u64, |a, &b| (a << 8) | u64::from(b)))
-                    .collect()
-            }
-        }
-        Some(())
-    }
 }

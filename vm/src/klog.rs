@@ -12,7 +12,7 @@
 //! text with placeholders: `%d` a signed decimal, `%u` an unsigned one, `%x`
 //! hexadecimal digits, `%s` one word, `%*` the rest of the line.
 
-use crate::wire::Driver;
+use crate::driver::Driver;
 use idpool::driver::Log;
 use serde::{Deserialize, Serialize};
 
@@ -77,11 +77,25 @@ pub fn c_limit(log: &Log) -> Option<Limit> {
         | Log::DeathCookieMismatch
         | Log::DeadBinderDoneNotFound
         | Log::IncRefDoneUnexpected
-        | Log::NodeInfoBadArgs => Some(Limit::UserError),
+        | Log::NodeInfoBadArgs
+        | Log::ReplyNoStack
+        | Log::ReplyBadStack
+        | Log::CallBadStack
+        | Log::CallWithTodo
+        | Log::LooperMisuse
+        | Log::NotALooper
+        | Log::FreezeInvalidRef { .. }
+        | Log::FreezeAlreadySet
+        | Log::FreezeNotActive
+        | Log::FreezeCookieMismatch
+        | Log::FreezeDoneNotFound => Some(Limit::UserError),
         Log::NoTargetNode
         | Log::TransactionFailed
         | Log::TranslateFailed
         | Log::DeadProcess
+        | Log::FrozenProcess
+        | Log::ReplyTargetGone
+        | Log::UndeliveredFreeze
         | Log::UndeliveredTransaction
         | Log::UndeliveredComplete
         | Log::UndeliveredError
@@ -98,7 +112,10 @@ pub fn c_limit(log: &Log) -> Option<Limit> {
         | Log::RefcountUnderflow
         | Log::PoolMismatch
         | Log::CopyFailed
-        | Log::BufferAllocFailed => None,
+        | Log::BufferAllocFailed
+        | Log::ReplyFailed
+        | Log::FreezeDuplicateCookie
+        | Log::UnsupportedCommand => None,
     }
 }
 
@@ -316,8 +333,21 @@ fn undelivered(rest: &str) -> Option<Class> {
         log(Log::UndeliveredError)
     } else if rest.starts_with("death notification") {
         log(Log::UndeliveredDeath)
+    } else if rest.starts_with("freeze notification") {
+        log(Log::UndeliveredFreeze)
     } else {
         Some(Class::Known("undelivered-work"))
+    }
+}
+
+/// What a "<command> invalid ref N" line of either driver reports.
+fn invalid_ref(command: &str) -> Option<Class> {
+    match command {
+        "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
+        "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
+        "BC_REQUEST_FREEZE_NOTIFICATION" => log(Log::FreezeInvalidRef { request: true }),
+        "BC_CLEAR_FREEZE_NOTIFICATION" => log(Log::FreezeInvalidRef { request: false }),
+        _ => None,
     }
 }
 
@@ -398,8 +428,12 @@ pub const C_TABLE: &[Entry] = &[
         Some(Limit::Debug),
         |_| Some(Class::Known("self-transaction")),
     ),
-    ("%d:%d %s process or thread", Some(Limit::Debug), |_| {
-        log(Log::DeadProcess)
+    ("%d:%d %s process or thread", Some(Limit::Debug), |c| {
+        match c[2].text() {
+            "dead" => log(Log::DeadProcess),
+            "frozen" => log(Log::FrozenProcess),
+            _ => None,
+        }
     }),
     ("%d:%d cannot allocate %*", Some(Limit::Debug), |_| {
         Some(Class::Known("transaction-alloc-failed"))
@@ -419,16 +453,11 @@ pub const C_TABLE: &[Entry] = &[
         Some(Limit::UserError),
         |_| Some(Class::Known("node-cookie-mismatch")),
     ),
-    // binder_thread_write, death notifications
-    (
-        "%d:%d %s invalid ref %d",
-        Some(Limit::UserError),
-        |c| match c[2].text() {
-            "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
-            "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
-            _ => None,
-        },
-    ),
+    // binder_thread_write (death notifications),
+    // binder_request_freeze_notification, binder_clear_freeze_notification
+    ("%d:%d %s invalid ref %d", Some(Limit::UserError), |c| {
+        invalid_ref(c[2].text())
+    }),
     (
         "%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set",
         Some(Limit::UserError),
@@ -449,6 +478,98 @@ pub const C_TABLE: &[Entry] = &[
         Some(Limit::UserError),
         |_| log(Log::DeadBinderDoneNotFound),
     ),
+    // binder_request_freeze_notification, binder_clear_freeze_notification,
+    // binder_freeze_notification_done
+    (
+        "%d:%d BC_REQUEST_FREEZE_NOTIFICATION already set",
+        Some(Limit::UserError),
+        |_| log(Log::FreezeAlreadySet),
+    ),
+    (
+        "%d:%d BC_CLEAR_FREEZE_NOTIFICATION freeze notification not active",
+        Some(Limit::UserError),
+        |_| log(Log::FreezeNotActive),
+    ),
+    (
+        "%d:%d BC_CLEAR_FREEZE_NOTIFICATION freeze notification cookie mismatch %x != %x",
+        Some(Limit::UserError),
+        |_| log(Log::FreezeCookieMismatch),
+    ),
+    (
+        "%d:%d BC_FREEZE_NOTIFICATION_DONE %x not found",
+        Some(Limit::UserError),
+        |_| log(Log::FreezeDoneNotFound),
+    ),
+    // binder_transaction, BC_REPLY
+    (
+        "%d:%d got reply transaction with no transaction stack",
+        Some(Limit::UserError),
+        |_| log(Log::ReplyNoStack),
+    ),
+    (
+        "%d:%d got reply transaction with bad transaction stack, transaction %d has target %d:%d",
+        Some(Limit::UserError),
+        |_| log(Log::ReplyBadStack),
+    ),
+    ("%d:%d reply target not found", Some(Limit::Debug), |_| {
+        log(Log::ReplyTargetGone)
+    }),
+    // The caller's stack no longer has the transaction on top: not
+    // reachable with one outstanding call per thread; not compared.
+    (
+        "%d:%d got reply transaction with bad target transaction stack %d, expected %d",
+        Some(Limit::UserError),
+        |_| Some(Class::Known("reply-bad-target-stack")),
+    ),
+    // binder_transaction, two-way BC_TRANSACTION
+    (
+        "%d:%d got new transaction with bad transaction stack, transaction %d has target %d:%d",
+        Some(Limit::UserError),
+        |_| log(Log::CallBadStack),
+    ),
+    (
+        "%d:%d new transaction not allowed when there is a transaction on thread todo",
+        Some(Limit::UserError),
+        |_| log(Log::CallWithTodo),
+    ),
+    // binder_send_failed_reply: a second error for a thread that has one
+    // (plain pr_warn)
+    ("Unexpected reply error: %u", None, |_| {
+        Some(Class::Known("unexpected-reply-error"))
+    }),
+    // binder_thread_write, BC_REGISTER_LOOPER / BC_ENTER_LOOPER
+    (
+        "%d:%d ERROR: BC_REGISTER_LOOPER called after BC_ENTER_LOOPER",
+        Some(Limit::UserError),
+        |_| log(Log::LooperMisuse),
+    ),
+    (
+        "%d:%d ERROR: BC_REGISTER_LOOPER called without request",
+        Some(Limit::UserError),
+        |_| log(Log::LooperMisuse),
+    ),
+    (
+        "%d:%d ERROR: BC_ENTER_LOOPER called after BC_REGISTER_LOOPER",
+        Some(Limit::UserError),
+        |_| log(Log::LooperMisuse),
+    ),
+    // binder_thread_read
+    (
+        "%d:%d ERROR: Thread waiting for process work before calling BC_REGISTER_LOOPER or BC_ENTER_LOOPER (state %x)",
+        Some(Limit::UserError),
+        |_| log(Log::NotALooper),
+    ),
+    // binder_thread_write: BC_ATTEMPT_ACQUIRE, BC_ACQUIRE_RESULT (pr_err),
+    // and any code it does not know
+    ("BC_ATTEMPT_ACQUIRE not supported", None, |_| {
+        log(Log::UnsupportedCommand)
+    }),
+    ("BC_ACQUIRE_RESULT not supported", None, |_| {
+        log(Log::UnsupportedCommand)
+    }),
+    ("%d:%d unknown command %u", None, |_| {
+        Some(Class::Known("unknown-command"))
+    }),
     // binder_inc_node_nilocked
     ("invalid inc strong node for %d", None, |_| {
         log(Log::InvalidIncStrongNode)
@@ -517,6 +638,14 @@ pub const C_TABLE: &[Entry] = &[
     ("%d RLIMIT_NICE not set", Some(Limit::UserError), |_| {
         Some(Class::Known("rlimit-nice"))
     }),
+    // binder_alloc.c, debug_low_async_space_locked: a one-way sender
+    // holds much of a nearly full async space (its own pr_info_ratelimited,
+    // not one of the two limits followed)
+    (
+        "%d: pid %d spamming oneway? %d buffers allocated for a total size of %d",
+        None,
+        |_| Some(Class::Known("oneway-spam-warning")),
+    ),
     // binder_alloc
     ("%d: binder_alloc_buf%*", None, |_| {
         Some(Class::Known("alloc-failed"))
@@ -572,11 +701,10 @@ pub const RUST_TABLE: &[Entry] = &[
         None,
         |_| log(Log::IncRefDoneUnexpected),
     ),
-    // Process::request_death, Process::clear_death
-    ("%d:%d %s invalid ref %d", None, |c| match c[2].text() {
-        "BC_REQUEST_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: true }),
-        "BC_CLEAR_DEATH_NOTIFICATION" => log(Log::DeathInvalidRef { request: false }),
-        _ => None,
+    // Process::request_death, Process::clear_death,
+    // Process::request_freeze_notif, Process::clear_freeze_notif
+    ("%d:%d %s invalid ref %d", None, |c| {
+        invalid_ref(c[2].text())
     }),
     (
         "%d:%d BC_REQUEST_DEATH_NOTIFICATION death notification already set",
@@ -610,8 +738,102 @@ pub const RUST_TABLE: &[Entry] = &[
         None,
         |_| Some(Class::Known("death-delivered-twice")),
     ),
+    // Thread::reply_inner (pr_warn!, the pid and thread of the replier)
     ("%d:%d reply to %d failed: %*", None, |_| {
-        Some(Class::Known("reply-failed"))
+        log(Log::ReplyFailed)
+    }),
+    (
+        "%d:%d got reply transaction with no transaction stack",
+        None,
+        |_| log(Log::ReplyNoStack),
+    ),
+    (
+        "%d:%d got reply transaction with bad transaction stack",
+        None,
+        |_| log(Log::ReplyBadStack),
+    ),
+    // Thread::top_of_transaction_stack (pr_warn!, no pid) and
+    // Thread::transaction_inner
+    (
+        "got new transaction with bad transaction stack",
+        None,
+        |_| log(Log::CallBadStack),
+    ),
+    (
+        "%d:%d got new transaction with bad transaction stack",
+        None,
+        |_| log(Log::CallBadStack),
+    ),
+    // Thread::unwind_transaction_stack (a thread released with a call to
+    // answer)
+    (
+        "%d:%d release transaction %d in, still active",
+        None,
+        |_| Some(Class::Known("release-active-transaction")),
+    ),
+    // freeze.rs: Process::request_freeze_notif, freeze_notif_done,
+    // clear_freeze_notif
+    (
+        "%d:%d BC_REQUEST_FREEZE_NOTIFICATION already set",
+        None,
+        |_| log(Log::FreezeAlreadySet),
+    ),
+    (
+        "%d:%d BC_REQUEST_FREEZE_NOTIFICATION duplicate cookie",
+        None,
+        |_| log(Log::FreezeDuplicateCookie),
+    ),
+    (
+        "%d:%d BC_FREEZE_NOTIFICATION_DONE %x not found",
+        None,
+        |_| log(Log::FreezeDoneNotFound),
+    ),
+    // The cookie names a listener that has no notification out: for
+    // userspace the same as one never delivered.
+    (
+        "%d:%d BC_FREEZE_NOTIFICATION_DONE %x not pending",
+        None,
+        |_| log(Log::FreezeDoneNotFound),
+    ),
+    (
+        "%d:%d BC_CLEAR_FREEZE_NOTIFICATION freeze notification not active",
+        None,
+        |_| log(Log::FreezeNotActive),
+    ),
+    (
+        "%d:%d BC_CLEAR_FREEZE_NOTIFICATION freeze notification cookie mismatch",
+        None,
+        |_| log(Log::FreezeCookieMismatch),
+    ),
+    // The ref's cookie names no listener of the process (an invariant
+    // broken); not compared.
+    (
+        "%d:%d BC_CLEAR_FREEZE_NOTIFICATION invalid cookie %d",
+        None,
+        |_| Some(Class::Known("freeze-invalid-cookie")),
+    ),
+    // Thread::push_reply_work, push_return_work: a second error for a
+    // thread that has one
+    ("Thread %s work is already in use.", None, |_| {
+        Some(Class::Known("thread-work-in-use"))
+    }),
+    // Node::remove_freeze_listener
+    ("Could not remove freeze listener for %d", None, |_| {
+        Some(Class::Known("freeze-listener-not-removed"))
+    }),
+    // Transaction::new: a one-way transaction with a stack
+    (
+        "Oneway transaction should not be in a transaction stack.",
+        None,
+        |_| Some(Class::Known("oneway-with-stack")),
+    ),
+    // Thread::read: a work getter's error other than EINTR or EAGAIN
+    ("Failure in work getter: %*", None, |_| {
+        Some(Class::Known("work-getter-failed"))
+    }),
+    // Allocation::drop with TF_CLEAR_BUF
+    ("Failed to clear data on free: %*", None, |_| {
+        Some(Class::Known("clear-buf-failed"))
     }),
 ];
 

@@ -10,12 +10,15 @@
 //!   [`debugfs`] (the drivers' per-process debug text) and [`klog`] (the
 //!   kernel log lines, classified per driver).
 //!
+//! [`driver`] names which of the two drivers a kernel has.
+//!
 //! [`replay()`] is the whole: traces in, observations out; [`compare`]
 //! holds them against our models of the drivers.
 
 pub mod abi;
 pub mod compare;
 pub mod debugfs;
+pub mod driver;
 pub mod exec;
 pub mod initramfs;
 pub mod klog;
@@ -25,5 +28,5 @@ pub mod replay;
 pub mod sys;
 pub mod wire;
 
+pub use driver::Driver;
 pub use replay::{replay, replay_with, Kernel, Options, StepRun, TraceRun};
-pub use wire::Driver;

@@ -3,16 +3,17 @@
 //! need, [`Options::traces_per_boot`] a boot), and turns the executor's
 //! JSON lines into `idpool::driver`'s [`Observed`] and [`Snapshot`] per step.
 
-use crate::debugfs::{self, ProcText};
+use crate::debugfs::{self, ProcText, RefLine};
+use crate::driver::Driver;
 use crate::initramfs::Initramfs;
 use crate::klog::{self, Class, Limit, LogLine};
 use crate::program;
 use crate::qemu::{self, Boot, BootError};
-use crate::wire::{Config, Driver, Pace, Record, Release, TraceFile, WireBr, WireRet};
+use crate::wire::{Config, Pace, Record, Release, TraceFile, WireBr, WireProc, WireRet};
 use crate::{abi, exec};
 use idpool::driver::{
-    Br, Command, Errno, NodeName, NodeState, Observed, Pid, ProcState, Program, Received, RefState,
-    Ret, Snapshot, Step,
+    Br, Command, Errno, ExtendedError, NodeName, NodeState, Observed, Pid, ProcState, Program,
+    Read, Received, RefState, Ret, Snapshot, Step, Tid,
 };
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -341,6 +342,40 @@ fn boot_once(
     opts: &Options,
     dir: &std::path::Path,
 ) -> Result<(Vec<TraceRun>, BootStats)> {
+    let fs = initramfs(kernel, traces, opts)?;
+    let initrd = dir.join("initrd.gz");
+    fs.write_gzip(&initrd)
+        .map_err(|e| Error::Input(format!("write {}: {e}", initrd.display())))?;
+    let steps: usize = traces.iter().map(|(_, p)| p.steps.len() + p.procs()).sum();
+    let boot = Boot {
+        qemu: opts.qemu.clone(),
+        kernel: kernel.image.clone(),
+        initrd,
+        append: format!(
+            "console=ttyS0 quiet panic=-1 printk.devkmsg=on {}",
+            opts.append
+        )
+        .trim()
+        .to_string(),
+        memory_mb: opts.memory_mb,
+        icount_shift: opts.icount_shift,
+        dir: dir.to_path_buf(),
+        timeout: opts.timeout_base + opts.timeout_per_step * steps as u32,
+    };
+    let mut on_line = progress(opts.verbose, traces.len());
+    let booted = boot.run(&mut on_line).map_err(Error::Boot)?;
+    parse_boot(
+        kernel.driver,
+        traces,
+        &booted.results,
+        &booted.console,
+        booted.elapsed,
+    )
+}
+
+/// The initramfs of one boot: the executor as `/init`, the module, the
+/// traces in configuration order and the executor's configuration.
+fn initramfs(kernel: &Kernel, traces: &[(String, Program)], opts: &Options) -> Result<Initramfs> {
     let read = |p: &PathBuf| {
         std::fs::read(p).map_err(|e| Error::Input(format!("read {}: {e}", p.display())))
     };
@@ -389,28 +424,13 @@ fn boot_once(
         0o644,
         serde_json::to_vec(&cfg).expect("config serialises"),
     );
-    let initrd = dir.join("initrd.gz");
-    fs.write_gzip(&initrd)
-        .map_err(|e| Error::Input(format!("write {}: {e}", initrd.display())))?;
-    let steps: usize = traces.iter().map(|(_, p)| p.steps.len() + p.procs()).sum();
-    let boot = Boot {
-        qemu: opts.qemu.clone(),
-        kernel: kernel.image.clone(),
-        initrd,
-        append: format!(
-            "console=ttyS0 quiet panic=-1 printk.devkmsg=on {}",
-            opts.append
-        )
-        .trim()
-        .to_string(),
-        memory_mb: opts.memory_mb,
-        icount_shift: opts.icount_shift,
-        dir: dir.to_path_buf(),
-        timeout: opts.timeout_base + opts.timeout_per_step * steps as u32,
-    };
-    let verbose = opts.verbose;
-    let total = traces.len();
-    let mut on_line = |line: &str| {
+    Ok(fs)
+}
+
+/// What a boot says on stderr as the executor's lines arrive (with
+/// `verbose`): the boot, each trace done of `total`, the executor's errors.
+fn progress(verbose: bool, total: usize) -> impl FnMut(&str) {
+    move |line: &str| {
         if !verbose {
             return;
         }
@@ -431,15 +451,7 @@ fn boot_once(
                 _ => {}
             }
         }
-    };
-    let booted = boot.run(&mut on_line).map_err(Error::Boot)?;
-    parse_boot(
-        kernel.driver,
-        traces,
-        &booted.results,
-        &booted.console,
-        booted.elapsed,
-    )
+    }
 }
 
 /// Turns one boot's JSON lines into trace runs. `traces` are the boot's
@@ -451,34 +463,58 @@ pub fn parse_boot(
     console: &str,
     wall: Duration,
 ) -> Result<(Vec<TraceRun>, BootStats)> {
-    let mut runs: Vec<Option<Conv>> = (0..traces.len()).map(|_| None).collect();
-    let mut stats = BootStats {
-        kernel: String::new(),
-        traces: traces.len(),
-        wall,
-        executor_start_ms: 0,
-        done_ms: 0,
-        paced_ms: 0,
-        console: console.to_string(),
+    let mut boot = BootLines {
+        driver,
+        traces,
+        runs: (0..traces.len()).map(|_| None).collect(),
+        stats: BootStats {
+            kernel: String::new(),
+            traces: traces.len(),
+            wall,
+            executor_start_ms: 0,
+            done_ms: 0,
+            paced_ms: 0,
+            console: console.to_string(),
+        },
+        done: false,
+        errors: Vec::new(),
     };
-    let mut done = false;
-    let mut errors = Vec::new();
     for line in results.lines() {
-        let line = line.trim_end_matches('\r');
+        boot.line(line.trim_end_matches('\r'))?;
+    }
+    boot.finish(console)
+}
+
+/// One boot's lines, as far as [`parse_boot`] read them.
+struct BootLines<'a> {
+    driver: Driver,
+    traces: &'a [(String, Program)],
+    /// Each trace's conversion, from its `TraceBegin` on.
+    runs: Vec<Option<Conv>>,
+    stats: BootStats,
+    /// Whether the executor said it was done.
+    done: bool,
+    /// The executor's errors that name no trace it began.
+    errors: Vec<String>,
+}
+
+impl BootLines<'_> {
+    /// Takes one line of the serial port: its JSON record, if it has one.
+    fn line(&mut self, line: &str) -> Result<()> {
         let Some(start) = line.find('{') else {
-            continue;
+            return Ok(());
         };
         let json = &line[start..];
         let record: Record = serde_json::from_str(json).map_err(|e| {
             Error::Protocol(format!("an executor line does not parse ({e}): {line}"))
         })?;
+        let n = self.traces.len();
         let trace_of = |t: usize| -> Result<usize> {
-            if t < traces.len() {
+            if t < n {
                 Ok(t)
             } else {
                 Err(Error::Protocol(format!(
-                    "a record for trace {t} of {}: {line}",
-                    traces.len()
+                    "a record for trace {t} of {n}: {line}"
                 )))
             }
         };
@@ -486,22 +522,22 @@ pub fn parse_boot(
             Record::Boot {
                 kernel, uptime_ms, ..
             } => {
-                stats.kernel = kernel;
-                stats.executor_start_ms = uptime_ms;
+                self.stats.kernel = kernel;
+                self.stats.executor_start_ms = uptime_ms;
             }
             Record::TraceBegin {
                 trace, pids, log, ..
             } => {
                 let t = trace_of(trace)?;
-                let (name, program) = &traces[t];
-                let mut c = Conv::new(driver, name.clone(), program.clone(), pids);
+                let (name, program) = &self.traces[t];
+                let mut c = Conv::new(self.driver, name.clone(), program.clone(), pids);
                 c.run.begin_log = c.classify(&log);
                 c.run.raw.push(json.to_string());
-                runs[t] = Some(c);
+                self.runs[t] = Some(c);
             }
             Record::Step { trace, .. } | Record::TraceEnd { trace, .. } => {
                 let t = trace_of(trace)?;
-                let c = runs[t].as_mut().ok_or_else(|| {
+                let c = self.runs[t].as_mut().ok_or_else(|| {
                     Error::Protocol(format!("a record before its trace began: {line}"))
                 })?;
                 c.run.raw.push(json.to_string());
@@ -511,7 +547,7 @@ pub fn parse_boot(
                 trace,
                 step,
                 message,
-            } => match trace.and_then(|t| runs.get_mut(t)?.as_mut()) {
+            } => match trace.and_then(|t| self.runs.get_mut(t)?.as_mut()) {
                 Some(c) => {
                     c.run.raw.push(json.to_string());
                     c.run.error = Some(match step {
@@ -519,58 +555,65 @@ pub fn parse_boot(
                         None => message,
                     });
                 }
-                None => errors.push(message),
+                None => self.errors.push(message),
             },
             Record::Done {
                 uptime_ms,
                 paced_ms,
                 ..
             } => {
-                stats.done_ms = uptime_ms;
-                stats.paced_ms = paced_ms;
-                done = true;
+                self.stats.done_ms = uptime_ms;
+                self.stats.paced_ms = paced_ms;
+                self.done = true;
             }
         }
+        Ok(())
     }
-    if !done {
-        let mut message = String::from("the executor did not finish");
-        if !errors.is_empty() {
-            message = format!("{message}: {}", errors.join("; "));
-        } else if let Some(p) = console.lines().find(|l| l.contains("panicked at")) {
-            message = format!("{message}: {p}");
+
+    /// Every trace's run, in configuration order (a trace the executor
+    /// never began has no steps and says why), or the error of an executor
+    /// that did not finish.
+    fn finish(self, console: &str) -> Result<(Vec<TraceRun>, BootStats)> {
+        if !self.done {
+            let mut message = String::from("the executor did not finish");
+            if !self.errors.is_empty() {
+                message = format!("{message}: {}", self.errors.join("; "));
+            } else if let Some(p) = console.lines().find(|l| l.contains("panicked at")) {
+                message = format!("{message}: {p}");
+            }
+            return Err(Error::Executor {
+                message,
+                console_tail: qemu::tail(console, 40),
+            });
         }
-        return Err(Error::Executor {
-            message,
-            console_tail: qemu::tail(console, 40),
-        });
-    }
-    let mut out = Vec::new();
-    for (t, c) in runs.into_iter().enumerate() {
-        match c {
-            Some(c) => out.push(c.run),
-            None => {
-                let (name, program) = &traces[t];
-                out.push(TraceRun {
-                    name: name.clone(),
-                    program: program.clone(),
-                    pids: Vec::new(),
-                    steps: Vec::new(),
-                    begin_log: Vec::new(),
-                    flush_log: Vec::new(),
-                    end_log: Vec::new(),
-                    log_may_be_incomplete: false,
-                    ms: 0,
-                    error: Some(if errors.is_empty() {
-                        "the executor never started this trace".into()
-                    } else {
-                        errors.join("; ")
-                    }),
-                    raw: Vec::new(),
-                });
+        let mut out = Vec::new();
+        for (t, c) in self.runs.into_iter().enumerate() {
+            match c {
+                Some(c) => out.push(c.run),
+                None => {
+                    let (name, program) = &self.traces[t];
+                    out.push(TraceRun {
+                        name: name.clone(),
+                        program: program.clone(),
+                        pids: Vec::new(),
+                        steps: Vec::new(),
+                        begin_log: Vec::new(),
+                        flush_log: Vec::new(),
+                        end_log: Vec::new(),
+                        log_may_be_incomplete: false,
+                        ms: 0,
+                        error: Some(if self.errors.is_empty() {
+                            "the executor never started this trace".into()
+                        } else {
+                            self.errors.join("; ")
+                        }),
+                        raw: Vec::new(),
+                    });
+                }
             }
         }
+        Ok((out, self.stats))
     }
-    Ok((out, stats))
 }
 
 /// The conversion of one trace's records.
@@ -625,6 +668,7 @@ impl Conv {
             Record::Step {
                 step,
                 ret,
+                ee,
                 reads,
                 log,
                 procs,
@@ -642,60 +686,11 @@ impl Conv {
                     return;
                 };
                 let mut notes = notes;
-                let n = self.run.program.procs();
-                let mut observed = Observed::new(n);
-                observed.ret = match ret {
-                    WireRet::Ok => Some(Ret::Ok),
-                    WireRet::Skipped => Some(Ret::Skipped),
-                    WireRet::NodeInfo { strong, weak } => Some(Ret::NodeInfo { strong, weak }),
-                    WireRet::Errno(e) => match Errno::from_code(e) {
-                        Some(e) => Some(Ret::Err(e)),
-                        None => {
-                            notes.push(format!("errno {e} is not one idpool::driver::Errno names"));
-                            None
-                        }
-                    },
-                };
-                for (k, r) in reads.iter().enumerate().take(n) {
-                    for br in r {
-                        match to_br(br) {
-                            Ok(b) => observed.reads[k].push(b),
-                            Err(e) => notes.push(format!("p{k}: {e}")),
-                        }
-                    }
-                }
                 let log = self.classify(&log);
                 self.run.log_may_be_incomplete |= !full_limits.is_empty();
-                for l in &log {
-                    match &l.class {
-                        Class::Log(x) => observed.log.push(*x),
-                        Class::Unclassified => {
-                            notes.push(format!("unclassified log line: {}", l.raw))
-                        }
-                        Class::Splat => notes.push(format!("kernel warning: {}", l.raw)),
-                        Class::Suppressed { site, count } => {
-                            self.run.log_may_be_incomplete = true;
-                            notes.push(format!("{site} dropped {count} lines (rate limit)"))
-                        }
-                        Class::Known(_) | Class::Foreign => {}
-                    }
-                }
-                observed.normalise();
-                let mut texts = Vec::new();
-                for (k, p) in procs.iter().enumerate().take(n) {
-                    let text = match p.state.as_deref() {
-                        None => {
-                            self.last_text[k] = None;
-                            None
-                        }
-                        Some("=") => self.last_text[k].clone(),
-                        Some(t) => {
-                            self.last_text[k] = Some(t.to_string());
-                            Some(t.to_string())
-                        }
-                    };
-                    texts.push((p.alive, text.map(|t| debugfs::parse(&t, self.driver))));
-                }
+                let mut observed = self.observe(ret, &reads, &log, &mut notes);
+                observed.ee = ee.map(|e| ExtendedError::observe(e.id, e.command, e.param));
+                let texts = self.proc_texts(&procs);
                 let snapshot = self.snapshot(&texts, step, &program_step, &mut notes);
                 self.run.steps.push(StepRun {
                     step: program_step,
@@ -728,14 +723,74 @@ impl Conv {
         }
     }
 
-    fn snapshot(
+    /// What a step's command returned, what each process read and the
+    /// log lines the command language compares, as `idpool::driver`
+    /// observes them; whatever does not convert (an errno it does not name,
+    /// a malformed read, an unclassified line, a warning, lines the rate
+    /// limit dropped) becomes a note.
+    fn observe(
         &mut self,
-        texts: &[(bool, Option<ProcText>)],
-        _step: usize,
-        program_step: &Step,
+        ret: WireRet,
+        reads: &[Vec<WireBr>],
+        log: &[LogLine],
         notes: &mut Vec<String>,
-    ) -> Snapshot {
-        // Name every live node first: refs may name nodes of any process.
+    ) -> Observed {
+        let n = self.run.program.procs();
+        let mut observed = Observed::new(n);
+        observed.ret = to_ret(ret, notes);
+        for (k, r) in reads.iter().enumerate().take(n) {
+            for br in r {
+                match to_br(br) {
+                    Ok(b) => observed.reads[k].push(Read {
+                        tid: Tid(br.tid),
+                        br: b,
+                    }),
+                    Err(e) => notes.push(format!("p{k}: {e}")),
+                }
+            }
+        }
+        for l in log {
+            match &l.class {
+                Class::Log(x) => observed.log.push(*x),
+                Class::Unclassified => notes.push(format!("unclassified log line: {}", l.raw)),
+                Class::Splat => notes.push(format!("kernel warning: {}", l.raw)),
+                Class::Suppressed { site, count } => {
+                    self.run.log_may_be_incomplete = true;
+                    notes.push(format!("{site} dropped {count} lines (rate limit)"))
+                }
+                Class::Known(_) | Class::Foreign => {}
+            }
+        }
+        observed.normalise();
+        observed
+    }
+
+    /// Each process's liveness and debug text after a step, parsed: `=`
+    /// stands for the process's last full text (the executor prints a text
+    /// only when it changed), no text for a process that has exited.
+    fn proc_texts(&mut self, procs: &[WireProc]) -> Vec<(bool, Option<ProcText>)> {
+        let n = self.run.program.procs();
+        let mut texts = Vec::new();
+        for (k, p) in procs.iter().enumerate().take(n) {
+            let text = match p.state.as_deref() {
+                None => {
+                    self.last_text[k] = None;
+                    None
+                }
+                Some("=") => self.last_text[k].clone(),
+                Some(t) => {
+                    self.last_text[k] = Some(t.to_string());
+                    Some(t.to_string())
+                }
+            };
+            texts.push((p.alive, text.map(|t| debugfs::parse(&t, self.driver))));
+        }
+        texts
+    }
+
+    /// Names every node of `texts` not seen alive before, by its owner,
+    /// its pointer and a serial among the nodes of that owner and pointer.
+    fn name_nodes(&mut self, texts: &[(bool, Option<ProcText>)]) {
         for (k, (_, text)) in texts.iter().enumerate() {
             for node in text.iter().flat_map(|t| &t.nodes) {
                 if !self.names.contains_key(&node.debug_id) {
@@ -753,6 +808,60 @@ impl Conv {
                 }
             }
         }
+    }
+
+    /// The cookie of the death notification of process `k`'s ref `r`. The
+    /// debug text says a notification is set, not its cookie: the cookie is
+    /// the one of the `death` command after which it appeared, kept until
+    /// the text says it is gone.
+    fn death(
+        &mut self,
+        k: usize,
+        r: &RefLine,
+        program_step: &Step,
+        notes: &mut Vec<String>,
+    ) -> Option<u64> {
+        match r.death {
+            Some(true) => {
+                let set_now = match program_step.command {
+                    Command::RequestDeath { handle, cookie }
+                        if program_step.pid.index() == k && handle == r.handle =>
+                    {
+                        Some(cookie)
+                    }
+                    _ => None,
+                };
+                match self.deaths.entry((k, r.debug_id)) {
+                    Entry::Occupied(e) => Some(*e.get()),
+                    Entry::Vacant(e) => match set_now {
+                        Some(cookie) => Some(*e.insert(cookie)),
+                        None => {
+                            notes.push(format!(
+                                "p{k}: handle {} has a death notification no `death` command of this step set",
+                                r.handle
+                            ));
+                            None
+                        }
+                    },
+                }
+            }
+            Some(false) => {
+                self.deaths.remove(&(k, r.debug_id));
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn snapshot(
+        &mut self,
+        texts: &[(bool, Option<ProcText>)],
+        _step: usize,
+        program_step: &Step,
+        notes: &mut Vec<String>,
+    ) -> Snapshot {
+        // Name every live node first: refs may name nodes of any process.
+        self.name_nodes(texts);
         let mut procs = Vec::new();
         for (k, (alive, text)) in texts.iter().enumerate() {
             let mut state = ProcState {
@@ -781,39 +890,7 @@ impl Conv {
                         ));
                         continue;
                     };
-                    let death = match r.death {
-                        Some(true) => {
-                            // The debug text says a notification is set, not
-                            // its cookie: the cookie is the one of the
-                            // `death` command after which it appeared.
-                            let set_now = match program_step.command {
-                                Command::RequestDeath { handle, cookie }
-                                    if program_step.pid.index() == k && handle == r.handle =>
-                                {
-                                    Some(cookie)
-                                }
-                                _ => None,
-                            };
-                            match self.deaths.entry((k, r.debug_id)) {
-                                Entry::Occupied(e) => Some(*e.get()),
-                                Entry::Vacant(e) => match set_now {
-                                    Some(cookie) => Some(*e.insert(cookie)),
-                                    None => {
-                                        notes.push(format!(
-                                            "p{k}: handle {} has a death notification no `death` command of this step set",
-                                            r.handle
-                                        ));
-                                        None
-                                    }
-                                },
-                            }
-                        }
-                        Some(false) => {
-                            self.deaths.remove(&(k, r.debug_id));
-                            None
-                        }
-                        None => None,
-                    };
+                    let death = self.death(k, r, program_step, notes);
                     refs.insert(
                         r.handle,
                         RefState {
@@ -836,6 +913,62 @@ impl Conv {
     }
 }
 
+/// A reported ioctl result as `idpool::driver::Ret` (`None`, and a note,
+/// for an errno the crate does not name).
+pub fn to_ret(ret: WireRet, notes: &mut Vec<String>) -> Option<Ret> {
+    Some(match ret {
+        WireRet::Ok => Ret::Ok,
+        WireRet::Skipped => Ret::Skipped,
+        WireRet::NodeInfo { strong, weak } => Ret::NodeInfo { strong, weak },
+        WireRet::NodeDebug {
+            ptr,
+            cookie,
+            has_strong,
+            has_weak,
+        } => Ret::NodeDebug {
+            ptr,
+            cookie,
+            has_strong: has_strong != 0,
+            has_weak: has_weak != 0,
+        },
+        WireRet::FrozenInfo {
+            sync_recv,
+            async_recv,
+        } => Ret::FrozenInfo {
+            sync_recv,
+            async_recv,
+        },
+        WireRet::Extended(e) => Ret::Extended(ExtendedError::observe(e.id, e.command, e.param)),
+        WireRet::Version(v) => Ret::Version(v),
+        WireRet::Errno(e) => match Errno::from_code(e) {
+            Some(e) => Ret::Err(e),
+            None => {
+                notes.push(format!("errno {e} is not one idpool::driver::Errno names"));
+                return None;
+            }
+        },
+    })
+}
+
+/// The objects of a reported transaction or reply, translated.
+fn received(br: &WireBr) -> Result<Vec<Received>, String> {
+    let mut objects = Vec::new();
+    for o in br.objects.iter().flatten() {
+        objects.push(match o.kind {
+            abi::BINDER_TYPE_HANDLE | abi::BINDER_TYPE_WEAK_HANDLE => Received::Handle {
+                handle: o.value as u32,
+                strong: o.kind == abi::BINDER_TYPE_HANDLE,
+            },
+            abi::BINDER_TYPE_BINDER | abi::BINDER_TYPE_WEAK_BINDER => Received::Node {
+                ptr: o.value,
+                strong: o.kind == abi::BINDER_TYPE_BINDER,
+            },
+            k => return Err(format!("a transaction object of type {k:#x}")),
+        });
+    }
+    Ok(objects)
+}
+
 /// A reported `BR_*` as `idpool::driver::Br`.
 pub fn to_br(br: &WireBr) -> Result<Br, String> {
     let arg = |i: usize| {
@@ -845,23 +978,10 @@ pub fn to_br(br: &WireBr) -> Result<Br, String> {
             .ok_or_else(|| format!("{} without its payload", br.br))
     };
     Ok(match br.br.as_str() {
-        "BR_TRANSACTION" => {
-            let mut objects = Vec::new();
-            for o in br.objects.iter().flatten() {
-                objects.push(match o.kind {
-                    abi::BINDER_TYPE_HANDLE | abi::BINDER_TYPE_WEAK_HANDLE => Received::Handle {
-                        handle: o.value as u32,
-                        strong: o.kind == abi::BINDER_TYPE_HANDLE,
-                    },
-                    abi::BINDER_TYPE_BINDER | abi::BINDER_TYPE_WEAK_BINDER => Received::Node {
-                        ptr: o.value,
-                        strong: o.kind == abi::BINDER_TYPE_BINDER,
-                    },
-                    k => return Err(format!("a transaction object of type {k:#x}")),
-                });
-            }
-            Br::Transaction(objects)
-        }
+        // A two-way transaction is a call its reader owes a reply to.
+        "BR_TRANSACTION" if arg(3)? as u32 & abi::TF_ONE_WAY == 0 => Br::Call(received(br)?),
+        "BR_TRANSACTION" => Br::Transaction(received(br)?),
+        "BR_REPLY" => Br::Reply(received(br)?),
         "BR_TRANSACTION_COMPLETE" => Br::TransactionComplete,
         "BR_DEAD_REPLY" => Br::DeadReply,
         "BR_FAILED_REPLY" => Br::FailedReply,
@@ -872,6 +992,15 @@ pub fn to_br(br: &WireBr) -> Result<Br, String> {
         "BR_DECREFS" => Br::DecRefs(arg(0)?),
         "BR_DEAD_BINDER" => Br::DeadBinder(arg(0)?),
         "BR_CLEAR_DEATH_NOTIFICATION_DONE" => Br::ClearDeathDone(arg(0)?),
+        "BR_FROZEN_REPLY" => Br::FrozenReply,
+        "BR_TRANSACTION_PENDING_FROZEN" => Br::PendingFrozen,
+        "BR_ONEWAY_SPAM_SUSPECT" => Br::OnewaySpamSuspect,
+        "BR_FROZEN_BINDER" => Br::FrozenBinder {
+            cookie: arg(0)?,
+            frozen: arg(1)? != 0,
+        },
+        "BR_CLEAR_FREEZE_NOTIFICATION_DONE" => Br::ClearFreezeDone(arg(0)?),
+        "BR_SPAWN_LOOPER" => Br::SpawnLooper,
         other => {
             return Err(format!(
                 "{other} ({:#x}) is not one idpool::driver::Br names",

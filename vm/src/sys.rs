@@ -76,11 +76,12 @@ pub fn sync() {
     unsafe { libc::sync() }
 }
 
-/// `fork(2)`: `Ok(0)` in the child. The executor is single-threaded, so the
-/// child may run any code.
+/// `fork(2)`: `Ok(0)` in the child. The executor (PID 1) is
+/// single-threaded, so the child may run any code. (A trace's process
+/// starts threads of its own, but never forks.)
 pub fn fork() -> io::Result<libc::pid_t> {
-    // SAFETY: the executor never starts a thread, so the child inherits no
-    // lock held by another thread.
+    // SAFETY: PID 1 never starts a thread, so the child inherits no lock
+    // held by another thread.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         Err(io::Error::last_os_error())
@@ -153,19 +154,52 @@ unsafe fn ioctl(fd: &impl AsRawFd, request: u32, arg: *mut u8) -> io::Result<()>
     check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) }).map(drop)
 }
 
+/// An ioctl of the Binder device whose argument is one structure of
+/// `_IOC_SIZE(request)` bytes, `arg`, that the driver reads or writes and
+/// nothing else: every Binder ioctl but `BINDER_WRITE_READ` (whose
+/// structure names buffers of its own; see [`write_read`]).
+///
+/// # Panics
+///
+/// When `arg` is not `_IOC_SIZE(request)` bytes, or `request` is
+/// `BINDER_WRITE_READ`.
+pub fn ioctl_struct(fd: &impl AsRawFd, request: u32, arg: &mut [u8]) -> io::Result<()> {
+    assert_eq!(
+        arg.len(),
+        abi::ioc_size(request),
+        "argument of {request:#x}"
+    );
+    assert_ne!(request, abi::BINDER_WRITE_READ, "write_read names buffers");
+    // SAFETY: both drivers read and write at most `_IOC_SIZE(request)`
+    // bytes at the argument for these requests (C: one copy_from_user or
+    // copy_to_user of the structure; Rust: a UserSlice of _IOC_SIZE bytes),
+    // and `arg` is that long and lives across the call.
+    unsafe { ioctl(fd, request, arg.as_mut_ptr()) }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    abi::u32_at(b, at).expect("inside the structure")
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    abi::u64_at(b, at).expect("inside the structure")
+}
+
 /// `BINDER_VERSION`: the protocol version.
 pub fn binder_version(fd: &impl AsRawFd) -> io::Result<i32> {
     let mut v = [0u8; 4];
-    // SAFETY: BINDER_VERSION writes a 4-byte `struct binder_version`.
-    unsafe { ioctl(fd, abi::BINDER_VERSION, v.as_mut_ptr()) }?;
+    ioctl_struct(fd, abi::BINDER_VERSION, &mut v)?;
     Ok(i32::from_le_bytes(v))
 }
 
 /// `BINDER_SET_CONTEXT_MGR` (with 0, as libbinder passes).
 pub fn set_context_mgr(fd: &impl AsRawFd) -> io::Result<()> {
-    let mut v = [0u8; 4];
-    // SAFETY: BINDER_SET_CONTEXT_MGR reads at most its 4-byte argument.
-    unsafe { ioctl(fd, abi::BINDER_SET_CONTEXT_MGR, v.as_mut_ptr()) }
+    ioctl_struct(fd, abi::BINDER_SET_CONTEXT_MGR, &mut [0u8; 4])
+}
+
+/// `BINDER_SET_CONTEXT_MGR_EXT` with this object.
+pub fn set_context_mgr_ext(fd: &impl AsRawFd, object: &abi::FlatObject) -> io::Result<()> {
+    ioctl_struct(fd, abi::BINDER_SET_CONTEXT_MGR_EXT, &mut object.encode())
 }
 
 /// `BINDER_GET_NODE_INFO_FOR_REF` on `handle`, every other field 0: the
@@ -173,11 +207,67 @@ pub fn set_context_mgr(fd: &impl AsRawFd) -> io::Result<()> {
 pub fn node_info_for_ref(fd: &impl AsRawFd, handle: u32) -> io::Result<(u32, u32)> {
     let mut v = [0u8; abi::NODE_INFO_SIZE];
     v[0..4].copy_from_slice(&handle.to_le_bytes());
-    // SAFETY: the request reads and writes a 24-byte
-    // `struct binder_node_info_for_ref`, the size of `v`.
-    unsafe { ioctl(fd, abi::BINDER_GET_NODE_INFO_FOR_REF, v.as_mut_ptr()) }?;
-    let at = |i: usize| u32::from_le_bytes(v[i..i + 4].try_into().expect("4 bytes"));
-    Ok((at(4), at(8)))
+    ioctl_struct(fd, abi::BINDER_GET_NODE_INFO_FOR_REF, &mut v)?;
+    Ok((u32_at(&v, 4), u32_at(&v, 8)))
+}
+
+/// What `BINDER_GET_NODE_DEBUG_INFO` fills in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeDebugInfo {
+    /// `ptr`.
+    pub ptr: u64,
+    /// `cookie`.
+    pub cookie: u64,
+    /// `has_strong_ref`.
+    pub has_strong_ref: u32,
+    /// `has_weak_ref`.
+    pub has_weak_ref: u32,
+}
+
+/// `BINDER_GET_NODE_DEBUG_INFO` from `ptr` (every other field 0).
+pub fn node_debug_info(fd: &impl AsRawFd, ptr: u64) -> io::Result<NodeDebugInfo> {
+    let mut v = [0u8; abi::NODE_DEBUG_INFO_SIZE];
+    v[0..8].copy_from_slice(&ptr.to_le_bytes());
+    ioctl_struct(fd, abi::BINDER_GET_NODE_DEBUG_INFO, &mut v)?;
+    Ok(NodeDebugInfo {
+        ptr: u64_at(&v, 0),
+        cookie: u64_at(&v, 8),
+        has_strong_ref: u32_at(&v, 16),
+        has_weak_ref: u32_at(&v, 20),
+    })
+}
+
+/// `BINDER_FREEZE` of the processes with this pid.
+pub fn freeze(fd: &impl AsRawFd, pid: i32, enable: bool, timeout_ms: u32) -> io::Result<()> {
+    let mut v = [0u8; abi::FREEZE_INFO_SIZE];
+    v[0..4].copy_from_slice(&pid.to_le_bytes());
+    v[4..8].copy_from_slice(&u32::from(enable).to_le_bytes());
+    v[8..12].copy_from_slice(&timeout_ms.to_le_bytes());
+    ioctl_struct(fd, abi::BINDER_FREEZE, &mut v)
+}
+
+/// `BINDER_GET_FROZEN_INFO` of the processes with this pid: `sync_recv`,
+/// `async_recv`.
+pub fn frozen_info(fd: &impl AsRawFd, pid: i32) -> io::Result<(u32, u32)> {
+    let mut v = [0u8; abi::FROZEN_STATUS_INFO_SIZE];
+    v[0..4].copy_from_slice(&pid.to_le_bytes());
+    ioctl_struct(fd, abi::BINDER_GET_FROZEN_INFO, &mut v)?;
+    Ok((u32_at(&v, 4), u32_at(&v, 8)))
+}
+
+/// `BINDER_GET_EXTENDED_ERROR` of the calling thread: `id`, `command`,
+/// `param`.
+pub fn extended_error(fd: &impl AsRawFd) -> io::Result<(u32, u32, i32)> {
+    let mut v = [0u8; abi::EXTENDED_ERROR_SIZE];
+    ioctl_struct(fd, abi::BINDER_GET_EXTENDED_ERROR, &mut v)?;
+    Ok((u32_at(&v, 0), u32_at(&v, 4), u32_at(&v, 8) as i32))
+}
+
+/// An ioctl whose argument is one `u32` (or `__s32`) written to the
+/// driver: `BINDER_SET_MAX_THREADS`, `BINDER_THREAD_EXIT`,
+/// `BINDER_ENABLE_ONEWAY_SPAM_DETECTION`, `BINDER_SET_IDLE_PRIORITY`.
+pub fn ioctl_u32(fd: &impl AsRawFd, request: u32, value: u32) -> io::Result<()> {
+    ioctl_struct(fd, request, &mut value.to_le_bytes())
 }
 
 /// `BINDER_CTL_ADD` on binderfs's `binder-control`: makes device `name`.
@@ -187,9 +277,7 @@ pub fn binderfs_add(control: &impl AsRawFd, name: &str) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
     }
     v[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: BINDER_CTL_ADD reads and writes a 264-byte
-    // `struct binderfs_device`, the size of `v`.
-    unsafe { ioctl(control, abi::BINDER_CTL_ADD, v.as_mut_ptr()) }
+    ioctl_struct(control, abi::BINDER_CTL_ADD, &mut v)
 }
 
 /// What one `BINDER_WRITE_READ` did.

@@ -6,30 +6,10 @@
 //! codes with their decoded payloads, kernel log lines, the driver's debug
 //! text); [`crate::replay`] turns that into `idpool::driver`'s types.
 
+// Named here too, where the configuration and the records use it.
+pub use crate::driver::Driver;
+use crate::klog::Limit;
 use serde::{Deserialize, Serialize};
-
-/// Which driver the kernel has, which decides how devices are made and
-/// where the per-process debug text is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Driver {
-    /// `drivers/android/binder.c` as a module: devices from the module's
-    /// `devices=` parameter, state in debugfs.
-    C,
-    /// `drivers/android/binder/` built in: devices made in binderfs with
-    /// `BINDER_CTL_ADD`, state in binderfs's `binder_logs/`.
-    Rust,
-}
-
-impl Driver {
-    /// `c` or `rust`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Driver::C => "c",
-            Driver::Rust => "rust",
-        }
-    }
-}
 
 /// The executor's configuration, `/binder-vm.json` in the initramfs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,8 +87,41 @@ pub enum WireRet {
         /// `weak_count`.
         weak: u32,
     },
+    /// `BINDER_GET_NODE_DEBUG_INFO`'s answer.
+    NodeDebug {
+        /// `ptr`.
+        ptr: u64,
+        /// `cookie`.
+        cookie: u64,
+        /// `has_strong_ref`.
+        has_strong: u32,
+        /// `has_weak_ref`.
+        has_weak: u32,
+    },
+    /// `BINDER_GET_FROZEN_INFO`'s answer.
+    FrozenInfo {
+        /// `sync_recv`.
+        sync_recv: u32,
+        /// `async_recv`.
+        async_recv: u32,
+    },
+    /// `BINDER_GET_EXTENDED_ERROR`'s answer (the command `extended-error`).
+    Extended(WireEe),
+    /// `BINDER_VERSION`'s answer.
+    Version(i32),
     /// No ioctl was made.
     Skipped,
+}
+
+/// A raw `struct binder_extended_error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireEe {
+    /// `id`.
+    pub id: u32,
+    /// `command`: a `BR_*` code.
+    pub command: u32,
+    /// `param`: a negative errno, or 0.
+    pub param: i32,
 }
 
 /// An object found in a received transaction's buffer (through its
@@ -128,19 +141,29 @@ pub struct WireObject {
 /// One `BR_*` a process read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireBr {
+    /// The thread that read it (`t0` ... `t2`; records of executors before
+    /// threads have none: `t0`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tid: u8,
     /// The code's name (`BR_TRANSACTION`, ...; `BR_UNKNOWN`).
     pub br: String,
     /// The raw code.
     pub code: u32,
     /// The integers of its payload: the error of `BR_ERROR`, the pointer
-    /// and cookie of `BR_INCREFS` & co, the cookie of `BR_DEAD_BINDER`;
-    /// for a transaction: target, cookie, code, flags, sender euid, data
-    /// size, offsets size.
+    /// and cookie of `BR_INCREFS` & co, the cookie of `BR_DEAD_BINDER`,
+    /// `BR_CLEAR_DEATH_NOTIFICATION_DONE` and
+    /// `BR_CLEAR_FREEZE_NOTIFICATION_DONE`, the cookie and `is_frozen` of
+    /// `BR_FROZEN_BINDER`; for a transaction or a reply: target, cookie,
+    /// code, flags, sender euid, data size, offsets size.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<u64>,
     /// A transaction's objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objects: Option<Vec<WireObject>>,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 /// A process's state after a command.
@@ -207,7 +230,13 @@ pub enum Record {
         step: usize,
         /// The command's ioctl result.
         ret: WireRet,
-        /// What each process read while draining, in order.
+        /// What the command's thread's `BINDER_GET_EXTENDED_ERROR` said
+        /// right after it (none after `thread-exit`, `exit` or a command
+        /// that made no ioctl).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ee: Option<WireEe>,
+        /// What each process read while draining, in order (each read
+        /// names its thread).
         reads: Vec<Vec<WireBr>>,
         /// The kernel log lines printed during the command and the drains.
         log: Vec<String>,
@@ -225,7 +254,7 @@ pub enum Record {
         /// burst, and was not over, at the end of the step: any of their
         /// lines the step printed after that was dropped.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        full_limits: Vec<crate::klog::Limit>,
+        full_limits: Vec<Limit>,
         /// Set when the executor saw something off (a drain error, a
         /// malformed read): the text says what.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -8,7 +8,9 @@ use binder_vm::debugfs;
 use binder_vm::klog::{self, Class};
 use binder_vm::replay::{parse_boot, replay_with, Kernel, Options, TraceRun};
 use binder_vm::{program, Driver};
-use idpool::driver::{Br, Errno, Log, NodeName, Pid, Program, Ret};
+use idpool::driver::{
+    br_code, Br, Command, Errno, ExtendedError, Log, NodeName, Pid, Program, Read, Ret,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,26 +22,33 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(root().join("tests/fixtures").join(name)).unwrap()
 }
 
-fn examples() -> Vec<(String, Program)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|f| {
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            let p = program::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+/// The examples a fixture captured, in its order (its `trace-begin`
+/// records name them), read from `vm/examples/`: a fixture holds the
+/// examples of its capture, and examples added since are not in it.
+fn examples_of(file: &str) -> Vec<(String, Program)> {
+    fixture(file)
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["t"] == "trace-begin").then(|| v["name"].as_str().unwrap().to_string())
+        })
+        .map(|name| {
+            let text = std::fs::read_to_string(root().join("examples").join(&name)).unwrap();
+            let p = program::parse(&text).unwrap();
             (name, p)
         })
         .collect()
 }
 
 fn runs(driver: Driver, file: &str) -> Vec<TraceRun> {
-    let (runs, stats) =
-        parse_boot(driver, &examples(), &fixture(file), "", Duration::ZERO).unwrap();
+    let (runs, stats) = parse_boot(
+        driver,
+        &examples_of(file),
+        &fixture(file),
+        "",
+        Duration::ZERO,
+    )
+    .unwrap();
     assert_eq!(stats.traces, runs.len());
     assert!(stats.done_ms > stats.executor_start_ms);
     runs
@@ -57,9 +66,30 @@ fn reads(run: &TraceRun, step: usize, pid: usize) -> Vec<String> {
 }
 
 /// Every trace ran to its end, every line was classified, every debug line
+/// parsed, every node named; the only notes are reads that `poll` announced
+/// and that found nothing (`EAGAIN`: a work item with nothing left to say,
+/// which both drivers also log).
+fn complete_but_empty_reads(runs: &[TraceRun]) {
+    for r in runs {
+        assert_eq!(r.error, None, "{}", r.name);
+        assert_eq!(r.steps.len(), r.program.steps.len(), "{}", r.name);
+        for (i, s) in r.steps.iter().enumerate() {
+            for n in &s.notes {
+                assert!(
+                    n.contains("drain: t") && n.ends_with("(os error 11)"),
+                    "{} step {i}: {n}",
+                    r.name
+                );
+            }
+            assert!(s.observed.ret.is_some(), "{} step {i}", r.name);
+        }
+    }
+}
+
+/// Every trace ran to its end, every line was classified, every debug line
 /// parsed, every node named.
 fn complete(runs: &[TraceRun]) {
-    assert_eq!(runs.len(), examples().len());
+    assert!(!runs.is_empty());
     for r in runs {
         assert_eq!(r.error, None, "{}", r.name);
         assert_eq!(r.steps.len(), r.program.steps.len(), "{}", r.name);
@@ -159,7 +189,7 @@ fn c_observations_of_deaths_node_info_and_queues() {
     );
 
     let t = trace(&runs, "11-");
-    assert_eq!(t.steps[0].observed.reads[1], [Br::DeadReply]);
+    assert_eq!(t.steps[0].observed.reads[1], [Read::main(Br::DeadReply)]);
     assert_eq!(
         t.steps[0].observed.log,
         [Log::NoTargetNode, Log::TransactionFailed]
@@ -205,7 +235,7 @@ fn an_executor_that_stops_early_is_an_error() {
     let console = "[    3.0] random line\nthread 'main' panicked at vm/src/exec.rs:1:1:\nboom\n";
     let err = parse_boot(
         Driver::C,
-        &examples(),
+        &examples_of("c-7.3.4-examples.jsonl"),
         &cut.join("\n"),
         console,
         Duration::ZERO,
@@ -218,7 +248,7 @@ fn an_executor_that_stops_early_is_an_error() {
     );
     let bad = parse_boot(
         Driver::C,
-        &examples(),
+        &examples_of("c-7.3.4-examples.jsonl"),
         "{\"t\":\"nonsense\"}",
         "",
         Duration::ZERO,
@@ -272,11 +302,96 @@ fn debug_text_of_the_rust_driver() {
     assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
 }
 
+/// The log lines (by word) the examples make each driver print: those of
+/// the first capture, or those of the new commands.
+fn expected_log_words(driver: Driver, new_commands: bool) -> &'static [&'static str] {
+    match (driver, new_commands) {
+        (Driver::C, true) => &[
+            "call-bad-stack",
+            "freeze-already-set",
+            "freeze-cookie-mismatch",
+            "freeze-invalid-ref",
+            "freeze-not-active",
+            "frozen-process",
+            "ioctl-failed",
+            "looper-misuse",
+            "manager-already-set",
+            "no-target-node",
+            "not-a-looper",
+            "object-invalid-handle",
+            "reply-bad-stack",
+            "reply-no-stack",
+            "reply-target-gone",
+            "transaction-failed",
+            "transaction-to-invalid-handle",
+            "translate-failed",
+            "undelivered-complete",
+            "unsupported-command",
+        ],
+        (Driver::Rust, true) => &[
+            "buffer-alloc-failed",
+            "call-bad-stack",
+            "copy-failed",
+            "freeze-already-set",
+            "freeze-cookie-mismatch",
+            "freeze-invalid-ref",
+            "freeze-not-active",
+            "ioctl-failed",
+            "manager-already-set",
+            "reply-failed",
+            "reply-no-stack",
+            "transaction-failed",
+            "transaction-to-invalid-handle",
+            "translate-failed",
+            "undelivered-complete",
+            "undelivered-error",
+            "undelivered-freeze",
+        ],
+        (Driver::C, false) => &[
+            "death-already-set",
+            "death-cookie-mismatch",
+            "death-invalid-ref",
+            "death-not-active",
+            "got-other-handle",
+            "invalid-ref",
+            "ioctl-failed",
+            "manager-acquires-zero",
+            "manager-already-set",
+            "manager-bad-uid",
+            "no-target-node",
+            "object-invalid-handle",
+            "transaction-failed",
+            "transaction-to-invalid-handle",
+            "transaction-to-own-manager",
+            "translate-failed",
+            "undelivered-transaction",
+            "weak-as-strong",
+        ],
+        (Driver::Rust, false) => &[
+            "copy-failed",
+            "death-already-set",
+            "death-cookie-mismatch",
+            "death-invalid-ref",
+            "death-not-active",
+            "invalid-ref",
+            "ioctl-failed",
+            "manager-already-set",
+            "transaction-failed",
+            "transaction-to-invalid-handle",
+            "translate-failed",
+            "undelivered-transaction",
+            "weak-as-strong",
+        ],
+    }
+}
+
 #[test]
 fn every_captured_log_line_is_classified() {
     for (driver, file) in [
         (Driver::C, "c-7.3.4-examples.jsonl"),
         (Driver::Rust, "rust-7.3.4-examples.jsonl"),
+        (Driver::C, "c-7.3.4-new-commands.jsonl"),
+        (Driver::Rust, "rust-7.3.4-new-commands.jsonl"),
     ] {
         let mut seen = std::collections::BTreeSet::new();
         for r in runs(driver, file) {
@@ -284,47 +399,13 @@ fn every_captured_log_line_is_classified() {
                 assert_ne!(l.class, Class::Unclassified, "{driver:?}: {}", l.raw);
                 if let Class::Log(x) = l.class {
                     seen.insert(x.word());
+                    if driver == Driver::C {
+                        assert_eq!(l.limit, klog::c_limit(&x), "{}", l.raw);
+                    }
                 }
             }
         }
-        // What the examples make each driver print.
-        let expected: &[&str] = match driver {
-            Driver::C => &[
-                "death-already-set",
-                "death-cookie-mismatch",
-                "death-invalid-ref",
-                "death-not-active",
-                "got-other-handle",
-                "invalid-ref",
-                "ioctl-failed",
-                "manager-acquires-zero",
-                "manager-already-set",
-                "manager-bad-uid",
-                "no-target-node",
-                "object-invalid-handle",
-                "transaction-failed",
-                "transaction-to-invalid-handle",
-                "transaction-to-own-manager",
-                "translate-failed",
-                "undelivered-transaction",
-                "weak-as-strong",
-            ],
-            Driver::Rust => &[
-                "copy-failed",
-                "death-already-set",
-                "death-cookie-mismatch",
-                "death-invalid-ref",
-                "death-not-active",
-                "invalid-ref",
-                "ioctl-failed",
-                "manager-already-set",
-                "transaction-failed",
-                "transaction-to-invalid-handle",
-                "translate-failed",
-                "undelivered-transaction",
-                "weak-as-strong",
-            ],
-        };
+        let expected = expected_log_words(driver, file.contains("new-commands"));
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), expected, "{driver:?}");
     }
 }
@@ -388,6 +469,80 @@ fn log_lines_of_each_table() {
         r("<6>[ 1.0] rust_binder: 40:40 no such ref 5"),
         Class::Log(Log::InvalidRef(5))
     );
+}
+
+#[test]
+fn log_lines_of_the_new_commands_the_examples_do_not_print() {
+    let c = |line: &str| klog::classify(line, Driver::C).class;
+    // Lines of the new commands' paths the examples do not print (format
+    // strings of binder.c and binder_alloc.c, 7.3).
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: 9:9 got reply transaction with bad target transaction stack 4, expected 3"),
+        Class::Known("reply-bad-target-stack")
+    );
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: 9:9 new transaction not allowed when there is a transaction on thread todo"),
+        Class::Log(Log::CallWithTodo)
+    );
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: 9:9 BC_FREEZE_NOTIFICATION_DONE 0000000000000007 not found"),
+        Class::Log(Log::FreezeDoneNotFound)
+    );
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: undelivered freeze notification, 0000000000000007"),
+        Class::Log(Log::UndeliveredFreeze)
+    );
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: 9:9 dead process or thread"),
+        Class::Log(Log::DeadProcess)
+    );
+    assert_eq!(
+        c("<3>[ 1.0] binder_linux: 9:9 unknown command 1234"),
+        Class::Known("unknown-command")
+    );
+    assert_eq!(
+        c("<6>[ 1.0] binder_linux: 80: pid 81 spamming oneway? 51 buffers allocated for a total size of 417792"),
+        Class::Known("oneway-spam-warning")
+    );
+    let r = |line: &str| klog::classify(line, Driver::Rust).class;
+    // The Rust driver's lines of the new commands' paths the examples do
+    // not print (drivers/android/binder/, 7.3).
+    for (line, class) in [
+        (
+            "40:40 got new transaction with bad transaction stack",
+            Class::Log(Log::CallBadStack),
+        ),
+        (
+            "40:40 got reply transaction with bad transaction stack",
+            Class::Log(Log::ReplyBadStack),
+        ),
+        (
+            "40:40 BC_REQUEST_FREEZE_NOTIFICATION duplicate cookie",
+            Class::Log(Log::FreezeDuplicateCookie),
+        ),
+        (
+            "40:40 BC_FREEZE_NOTIFICATION_DONE 0000000000000007 not found",
+            Class::Log(Log::FreezeDoneNotFound),
+        ),
+        (
+            "40:40 BC_FREEZE_NOTIFICATION_DONE 0000000000000007 not pending",
+            Class::Log(Log::FreezeDoneNotFound),
+        ),
+        (
+            "40:40 BC_CLEAR_FREEZE_NOTIFICATION invalid cookie 3",
+            Class::Known("freeze-invalid-cookie"),
+        ),
+        (
+            "Thread reply work is already in use.",
+            Class::Known("thread-work-in-use"),
+        ),
+    ] {
+        assert_eq!(
+            r(&format!("<6>[ 1.0] rust_binder: {line}")),
+            class,
+            "{line}"
+        );
+    }
     assert_eq!(
         r("<3>[ 1.0] rust_binder: Detected mismatch between handle_is_present and by_handle"),
         Class::Log(Log::PoolMismatch)
@@ -418,23 +573,25 @@ fn live_replay_matches_the_fixtures() {
         },
         None => Kernel::c_from_cache(&workspace).unwrap_or_else(|e| panic!("{e}")),
     };
-    let mut kernels = vec![(c, "c-7.3.4-examples.jsonl")];
+    let mut kernels = vec![
+        (c.clone(), "c-7.3.4-examples.jsonl"),
+        (c, "c-7.3.4-new-commands.jsonl"),
+    ];
     if let Some(image) = std::env::var_os("RUST_KERNEL_IMAGE") {
-        kernels.push((
-            Kernel {
-                driver: Driver::Rust,
-                image: image.into(),
-                module: None,
-                executor,
-            },
-            "rust-7.3.4-examples.jsonl",
-        ));
+        let rust = Kernel {
+            driver: Driver::Rust,
+            image: image.into(),
+            module: None,
+            executor,
+        };
+        kernels.push((rust.clone(), "rust-7.3.4-examples.jsonl"));
+        kernels.push((rust, "rust-7.3.4-new-commands.jsonl"));
     }
     for (kernel, fixture_file) in kernels {
-        let live = replay_with(&kernel, &examples(), &Options::default())
+        let live = replay_with(&kernel, &examples_of(fixture_file), &Options::default())
             .unwrap_or_else(|e| panic!("{e}"))
             .traces;
-        complete(&live);
+        complete_but_empty_reads(&live);
         let recorded = runs(kernel.driver, fixture_file);
         for (l, r) in live.iter().zip(&recorded) {
             for (i, (ls, rs)) in l.steps.iter().zip(&r.steps).enumerate() {
@@ -577,4 +734,247 @@ fn a_trace_parsed_again_from_its_records_is_the_same_run() {
             );
         }
     }
+}
+
+/// The extended error `command` `param`, with its id set.
+fn ee(command: u32, param: i32) -> Option<ExtendedError> {
+    Some(ExtendedError {
+        id_set: true,
+        command,
+        param,
+    })
+}
+
+#[test]
+fn new_command_examples_parse_completely() {
+    for (driver, file) in [
+        (Driver::C, "c-7.3.4-new-commands.jsonl"),
+        (Driver::Rust, "rust-7.3.4-new-commands.jsonl"),
+    ] {
+        let runs = runs(driver, file);
+        complete_but_empty_reads(&runs);
+        for r in &runs {
+            assert!(!r.log_may_be_incomplete, "{driver:?} {}", r.name);
+            for (i, s) in r.steps.iter().enumerate() {
+                // Every command that made an ioctl but thread-exit and exit
+                // has its thread's extended error; the others have none.
+                let made_ioctl = s.observed.ret != Some(Ret::Skipped)
+                    && !matches!(s.step.command, Command::ThreadExit | Command::Exit);
+                assert_eq!(s.observed.ee.is_some(), made_ioctl, "{} step {i}", r.name);
+            }
+        }
+    }
+}
+
+/// Two-way calls, replies, threads and loopers on the C driver (7.3.4).
+#[test]
+fn c_observations_of_calls_and_threads() {
+    let runs = runs(Driver::C, "c-7.3.4-new-commands.jsonl");
+    // The caller reads nothing until the reply: BR_TRANSACTION_COMPLETE is
+    // deferred (binder_enqueue_deferred_thread_work_ilocked).
+    let t = trace(&runs, "18-");
+    assert_eq!(reads(t, 1, 0), ["call handle 1"]);
+    assert!(reads(t, 1, 1).is_empty());
+    assert_eq!(
+        reads(t, 2, 1),
+        [
+            "reply handle 1",
+            "transaction-complete",
+            "increfs 1",
+            "acquire 1"
+        ]
+    );
+    assert_eq!(
+        t.steps[2].snapshot.procs[1].buffers, 1,
+        "the reply's buffer"
+    );
+    // The nested call goes to the waiting caller thread itself.
+    assert_eq!(
+        reads(trace(&runs, "19-"), 2, 1),
+        ["call", "transaction-complete", "increfs 1", "acquire 1"]
+    );
+    // A reply with no transaction, then from a thread whose last
+    // transaction is its own call: EPROTO in the extended error.
+    let t = trace(&runs, "20-");
+    assert_eq!(t.steps[0].observed.ee, ee(br_code::FAILED_REPLY, -71));
+    assert_eq!(
+        t.steps[0].observed.log,
+        [Log::TransactionFailed, Log::ReplyNoStack]
+    );
+    assert_eq!(t.steps[3].observed.ee, ee(br_code::FAILED_REPLY, -71));
+    assert_eq!(
+        t.steps[3].observed.log,
+        [Log::TransactionFailed, Log::ReplyBadStack]
+    );
+    // The caller's thread exited: the reply has no target.
+    let t = trace(&runs, "21-");
+    assert_eq!(t.steps[2].observed.ee, None, "no ee after thread-exit");
+    assert_eq!(
+        t.steps[3].observed.log,
+        [Log::TransactionFailed, Log::ReplyTargetGone]
+    );
+    assert_eq!(reads(t, 3, 0), ["transaction-complete"]);
+    // A call from a thread that waits for its reply.
+    let t = trace(&runs, "22-");
+    assert_eq!(t.steps[2].observed.ee, ee(br_code::FAILED_REPLY, -71));
+    assert_eq!(
+        t.steps[2].observed.log,
+        [Log::TransactionFailed, Log::CallBadStack]
+    );
+    assert_eq!(reads(t, 5, 1), ["t1:reply", "t1:transaction-complete"]);
+    // BR_SPAWN_LOOPER once max-threads allows one.
+    assert_eq!(
+        reads(trace(&runs, "23-"), 2, 0),
+        ["transaction", "spawn-looper"]
+    );
+    let t = trace(&runs, "24-");
+    for step in 0..3 {
+        assert_eq!(t.steps[step].observed.log, [Log::LooperMisuse], "{step}");
+    }
+    // A thread that is not a looper takes the process's work (and the
+    // driver says so).
+    let t = trace(&runs, "25-");
+    assert_eq!(reads(t, 3, 0), ["t1:transaction"]);
+    assert_eq!(t.steps[3].observed.log, [Log::NotALooper]);
+    let t = trace(&runs, "26-");
+    assert_eq!(reads(t, 2, 1), ["transaction-complete", "dead-reply"]);
+    assert_eq!(reads(t, 4, 0), ["call"]);
+    assert_eq!(t.steps[4].observed.log, [Log::NotALooper]);
+    let t = trace(&runs, "36-");
+    assert_eq!(reads(t, 3, 0), ["t1:transaction"]);
+    assert_eq!(reads(t, 5, 0), ["transaction"]);
+    assert_eq!(
+        reads(trace(&runs, "38-"), 3, 1),
+        ["t1:reply", "t1:transaction-complete"]
+    );
+}
+
+/// Freezing, node debug info, the extended error and refused commands on
+/// the C driver (7.3.4).
+#[test]
+fn c_observations_of_freezing_and_the_new_ioctls() {
+    let runs = runs(Driver::C, "c-7.3.4-new-commands.jsonl");
+    let t = trace(&runs, "27-");
+    assert_eq!(t.steps[2].observed.ret, Some(Ret::Err(Errno::Again)));
+    assert_eq!(t.steps[3].observed.ret, Some(Ret::Err(Errno::Again)));
+    assert_eq!(t.steps[5].observed.ret, Some(Ret::Ok));
+    assert_eq!(t.steps[7].observed.ee, ee(br_code::FROZEN_REPLY, 0));
+    assert_eq!(reads(t, 7, 1), ["frozen-reply"]);
+    assert_eq!(
+        t.steps[7].observed.log,
+        [Log::TransactionFailed, Log::FrozenProcess]
+    );
+    let frozen = |sync_recv, async_recv| {
+        Some(Ret::FrozenInfo {
+            sync_recv,
+            async_recv,
+        })
+    };
+    assert_eq!(t.steps[8].observed.ret, frozen(1, 0));
+    assert_eq!(t.steps[10].observed.ret, frozen(0, 0));
+    // An exited process has no pid in the driver.
+    assert_eq!(t.steps[15].observed.ret, Some(Ret::Err(Errno::Inval)));
+    assert_eq!(t.steps[16].observed.ret, Some(Ret::Err(Errno::Inval)));
+    let t = trace(&runs, "28-");
+    assert_eq!(reads(t, 2, 1), ["frozen-binder 7 0"]);
+    assert_eq!(reads(t, 3, 1), ["frozen-binder 7 1"]);
+    assert_eq!(reads(t, 4, 1), ["frozen-binder 7 0"]);
+    assert_eq!(reads(t, 7, 1), ["clear-freeze-done 7"]);
+    assert!(t.steps[9]
+        .observed
+        .log
+        .contains(&Log::FreezeInvalidRef { request: true }));
+    let t = trace(&runs, "29-");
+    assert!(reads(t, 2, 1).contains(&"pending-frozen".to_string()));
+    assert_eq!(t.steps[5].observed.ret, frozen(2, 1));
+    assert_eq!(reads(t, 7, 0), ["transaction handle 3"], "the update");
+    let t = trace(&runs, "30-");
+    assert_eq!(
+        t.steps[1].observed.ret,
+        Some(Ret::NodeDebug {
+            ptr: 5,
+            cookie: 9,
+            has_strong: true,
+            has_weak: true
+        })
+    );
+    let t = trace(&runs, "32-");
+    assert_eq!(t.steps[0].observed.ret, Some(Ret::Version(8)));
+    assert_eq!(
+        t.steps[2].observed.ret,
+        Some(Ret::Extended(ExtendedError::NONE))
+    );
+    assert_eq!(t.steps[3].observed.ee, ee(br_code::FAILED_REPLY, -22));
+    // A failed reply is the caller's extended error.
+    let t = trace(&runs, "33-");
+    assert_eq!(
+        t.steps[3].observed.ret,
+        Some(Ret::Extended(ee(br_code::FAILED_REPLY, -22).unwrap()))
+    );
+    let t = trace(&runs, "35-");
+    for step in 0..4 {
+        assert_eq!(t.steps[step].observed.ret, Some(Ret::Err(Errno::Inval)));
+    }
+    assert!(t.steps[2].observed.log.contains(&Log::UnsupportedCommand));
+    let t = trace(&runs, "39-");
+    assert_eq!(reads(t, 3, 1), ["t1:frozen-binder 7 0"]);
+}
+
+/// Where the Rust driver answers the new commands otherwise (7.3.4).
+#[test]
+fn rust_differs_on_the_new_commands() {
+    let runs = runs(Driver::Rust, "rust-7.3.4-new-commands.jsonl");
+    // EINVAL where C says EPROTO; a reply from a thread whose last
+    // transaction is its own call is "no transaction stack".
+    let t = trace(&runs, "20-");
+    assert_eq!(t.steps[0].observed.ee, ee(br_code::FAILED_REPLY, -22));
+    assert_eq!(t.steps[3].observed.ee, ee(br_code::FAILED_REPLY, -22));
+    assert_eq!(
+        t.steps[3].observed.log,
+        [Log::TransactionFailed, Log::ReplyNoStack]
+    );
+    assert_eq!(
+        trace(&runs, "22-").steps[2].observed.ee,
+        ee(br_code::FAILED_REPLY, -22)
+    );
+    // A reply to a thread that exited: no line.
+    assert!(trace(&runs, "21-").steps[3].observed.log.is_empty());
+    assert!(trace(&runs, "24-")
+        .steps
+        .iter()
+        .all(|s| s.observed.log.is_empty()));
+    // A thread that is not a looper does not take the process's work.
+    let t = trace(&runs, "25-");
+    assert!(reads(t, 3, 0).is_empty());
+    assert_eq!(reads(t, 4, 0), ["transaction", "transaction-complete"]);
+    let t = trace(&runs, "26-");
+    assert!(reads(t, 4, 0).is_empty());
+    assert_eq!(t.steps[5].observed.ee, ee(br_code::FAILED_REPLY, -22));
+    // A call to a frozen process: no extended error, no line.
+    let t = trace(&runs, "27-");
+    assert_eq!(t.steps[7].observed.ee, Some(ExtendedError::NONE));
+    assert!(t.steps[7].observed.log.is_empty());
+    // Freezing a pid no process has.
+    assert_eq!(t.steps[15].observed.ret, Some(Ret::Ok));
+    assert_eq!(t.steps[16].observed.ret, Some(Ret::Err(Errno::Inval)));
+    // ENOENT where C says EINVAL.
+    assert_eq!(
+        trace(&runs, "32-").steps[3].observed.ee,
+        ee(br_code::FAILED_REPLY, -2)
+    );
+    assert_eq!(
+        trace(&runs, "33-").steps[3].observed.ret,
+        Some(Ret::Extended(ee(br_code::FAILED_REPLY, -2).unwrap()))
+    );
+    // The manager's node work left on the thread that set it is moved to
+    // the process at thread-exit, and reads as nothing.
+    let t = trace(&runs, "36-");
+    assert_eq!(t.steps[2].observed.log, [Log::IoctlFailed(Errno::Again)]);
+    assert_eq!(reads(t, 5, 0), ["t1:transaction"]);
+    let t = trace(&runs, "39-");
+    assert!(reads(t, 3, 1).is_empty());
+    assert_eq!(
+        t.steps[5].observed.log,
+        [Log::UndeliveredFreeze, Log::UndeliveredFreeze]
+    );
 }

@@ -21,12 +21,12 @@
 //! real-kernel`), `corpus_cap`, `pool_cap`, `hunts`, `provenance` and
 //! `unavailable` (why it cannot run here, `null` when it can: a target
 //! that cannot is listed too, not skipped); for a hunt its
-//! `finding`, `target` and `max_len`.
+//! `finding`, `target`, `max_len` and `mainline`.
 
 use idpool_harness::history::Finding;
-use idpool_harness::json::Json;
 use idpool_harness::registry::Engine;
 use idpool_harness::{Target, TARGETS};
+use serde::Serialize;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: targets [--engine libfuzzer|afl|honggfuzz] [--corpus] \
@@ -78,33 +78,56 @@ fn hunts() -> Vec<(Finding, &'static dyn Target)> {
 }
 
 /// A target as `--json` prints it.
-fn target_json(target: &dyn Target) -> Json {
-    Json::Obj(vec![
-        ("name", Json::str(target.name())),
-        ("about", Json::str(target.about())),
-        (
-            "engines",
-            Json::Arr(
-                target
-                    .engines()
-                    .iter()
-                    .map(|e| Json::str(e.name()))
-                    .collect(),
-            ),
-        ),
-        ("corpus", Json::Bool(target.has_corpus())),
-        ("sanitizer", Json::str(target.sanitizer())),
-        ("hunt_max_len", Json::int(target.hunt_max_len())),
-        ("real_kernel", Json::Bool(target.real_kernel())),
-        ("corpus_cap", Json::int(target.corpus_cap())),
-        ("pool_cap", Json::int(target.pool_cap())),
-        (
-            "hunts",
-            Json::Arr(target.hunts().iter().map(|f| Json::str(f.name())).collect()),
-        ),
-        ("provenance", Json::opt_str(target.provenance())),
-        ("unavailable", Json::opt_str(target.unavailable())),
-    ])
+#[derive(Serialize)]
+struct TargetJson {
+    name: &'static str,
+    about: &'static str,
+    engines: Vec<&'static str>,
+    corpus: bool,
+    sanitizer: &'static str,
+    hunt_max_len: usize,
+    real_kernel: bool,
+    corpus_cap: usize,
+    pool_cap: usize,
+    hunts: Vec<&'static str>,
+    provenance: Option<String>,
+    unavailable: Option<String>,
+}
+
+impl TargetJson {
+    fn of(target: &dyn Target) -> TargetJson {
+        TargetJson {
+            name: target.name(),
+            about: target.about(),
+            engines: target.engines().iter().map(|e| e.name()).collect(),
+            corpus: target.has_corpus(),
+            sanitizer: target.sanitizer(),
+            hunt_max_len: target.hunt_max_len(),
+            real_kernel: target.real_kernel(),
+            corpus_cap: target.corpus_cap(),
+            pool_cap: target.pool_cap(),
+            hunts: target.hunts().iter().map(|f| f.name()).collect(),
+            provenance: target.provenance(),
+            unavailable: target.unavailable(),
+        }
+    }
+}
+
+/// A hunt as `--findings --json` prints it.
+#[derive(Serialize)]
+struct HuntJson {
+    finding: &'static str,
+    target: &'static str,
+    max_len: usize,
+    mainline: bool,
+}
+
+/// One JSON value on one line.
+fn print_json(value: &impl Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string(value).expect("a value of plain fields serialises")
+    );
 }
 
 fn main() -> ExitCode {
@@ -122,15 +145,13 @@ fn main() -> ExitCode {
     if args.findings {
         let hunts = hunts();
         if args.json {
-            let each = hunts.iter().map(|(f, t)| {
-                Json::Obj(vec![
-                    ("finding", Json::str(f.name())),
-                    ("target", Json::str(t.name())),
-                    ("max_len", Json::int(t.hunt_max_len())),
-                    ("mainline", Json::Bool(f.of_mainline())),
-                ])
+            let each = hunts.iter().map(|(f, t)| HuntJson {
+                finding: f.name(),
+                target: t.name(),
+                max_len: t.hunt_max_len(),
+                mainline: f.of_mainline(),
             });
-            println!("{}", Json::Arr(each.collect()));
+            print_json(&each.collect::<Vec<_>>());
         } else {
             for (f, t) in hunts {
                 println!("{} {} {}", f.name(), t.name(), t.hunt_max_len());
@@ -153,10 +174,8 @@ fn main() -> ExitCode {
         }
     }
     if args.json {
-        println!(
-            "{}",
-            Json::Arr(listed.into_iter().map(target_json).collect())
-        );
+        let each: Vec<TargetJson> = listed.into_iter().map(TargetJson::of).collect();
+        print_json(&each);
     } else {
         listed.iter().for_each(|t| println!("{}", t.name()));
     }

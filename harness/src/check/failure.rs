@@ -3,9 +3,9 @@
 //! ([`Detail`]).
 
 use super::{Check, OpKind, Phase, Regime};
-use crate::json::Json;
 use core::fmt::{self, Display};
 use idpool::Version;
+use serde::Serialize;
 
 /// A failed check, as a value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,39 @@ pub struct Failure {
     pub detail: Option<Detail>,
     /// The whole message, for people.
     pub message: String,
+}
+
+/// A [`Failure`] as the tools write it in JSON ([`Failure::to_json`]):
+/// what a script reads of a failed check (`jq -r .message`, `.signature`),
+/// one field per value, in this order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailureJson {
+    /// The signature, as regression headers store it.
+    pub signature: String,
+    /// The target.
+    pub target: &'static str,
+    /// The step (0-based).
+    pub step: usize,
+    /// The kind of operation.
+    pub op: &'static str,
+    /// The check.
+    pub check: String,
+    /// Whether the check was a panic of the code under test.
+    pub panic: bool,
+    /// Whether it is a memory-safety finding (AddressSanitizer's).
+    pub memory_safety: bool,
+    /// The flavour, if the check was about one.
+    pub flavour: Option<String>,
+    /// The phase (step machines only).
+    pub phase: Option<String>,
+    /// The capacity of the pool.
+    pub capacity: usize,
+    /// The capacity's regime.
+    pub regime: String,
+    /// The whole message.
+    pub message: String,
+    /// What the check means.
+    pub meaning: &'static str,
 }
 
 /// How the oracle failed: target, check (with its flavour), op kind and
@@ -254,26 +287,23 @@ impl Failure {
     /// The failure as JSON: its signature, each of its values, the
     /// message and what the check means (`triage --json` adds the known
     /// upstream finding it is).
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> FailureJson {
         let signature = self.signature();
-        Json::Obj(vec![
-            ("signature", Json::str(signature.to_string())),
-            ("target", Json::str(self.target)),
-            ("step", Json::int(self.step)),
-            ("op", Json::str(self.op.name())),
-            ("check", Json::str(self.check.to_string())),
-            ("panic", Json::Bool(matches!(self.check, Check::Panic(_)))),
-            ("memory_safety", Json::Bool(self.check.is_memory_safety())),
-            (
-                "flavour",
-                Json::opt_str(self.flavour.map(|x| x.to_string())),
-            ),
-            ("phase", Json::opt_str(self.phase.map(|p| p.to_string()))),
-            ("capacity", Json::int(self.capacity)),
-            ("regime", Json::str(signature.regime.to_string())),
-            ("message", Json::str(self.message.clone())),
-            ("meaning", Json::str(self.check.meaning())),
-        ])
+        FailureJson {
+            signature: signature.to_string(),
+            target: self.target,
+            step: self.step,
+            op: self.op.name(),
+            check: self.check.to_string(),
+            panic: matches!(self.check, Check::Panic(_)),
+            memory_safety: self.check.is_memory_safety(),
+            flavour: self.flavour.map(|x| x.to_string()),
+            phase: self.phase.map(|p| p.to_string()),
+            capacity: self.capacity,
+            regime: signature.regime.to_string(),
+            message: self.message.clone(),
+            meaning: self.check.meaning(),
+        }
     }
 
     /// Panics with the message, as a fuzz target must. First, when
@@ -294,7 +324,9 @@ impl Failure {
                 .create_new(true)
                 .open(path);
             if let Ok(mut file) = file {
-                let _ = writeln!(file, "{}", self.to_json());
+                if let Ok(line) = serde_json::to_string(&self.to_json()) {
+                    let _ = writeln!(file, "{line}");
+                }
             }
         }
         panic!("{}", self.message)
@@ -410,5 +442,37 @@ mod tests {
             failure.signature().to_string(),
             "handle_table/invariant/Decrement/small"
         );
+    }
+
+    /// The JSON a script reads of a failure: one line, the fields in the
+    /// order scripts and people expect, the message's quotes, backslashes
+    /// and control characters escaped so that it reads back as written.
+    #[test]
+    fn a_failure_writes_json_that_reads_back() {
+        let failure = Failure {
+            target: "handle_table",
+            step: 3,
+            op: OpKind::new("Decrement", 12),
+            check: Check::Invariant,
+            flavour: Some(Flavour::on(FlavourName::IdPool, Version::RustMainline)),
+            phase: None,
+            capacity: 64,
+            detail: None,
+            message: "a \"quoted\"\\path\n\u{1}".into(),
+        };
+        let line = serde_json::to_string(&failure.to_json()).unwrap();
+        assert!(!line.contains('\n'), "one line: {line}");
+        assert!(
+            line.starts_with(
+                r#"{"signature":"handle_table/idpool: invariant/Decrement/inline","target":"handle_table","step":3,"op":"Decrement","#
+            ),
+            "{line}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back["message"], failure.message.as_str());
+        assert_eq!(back["flavour"], "idpool");
+        assert_eq!(back["phase"], serde_json::Value::Null);
+        assert_eq!(back["memory_safety"], false);
+        assert_eq!(back["capacity"], 64);
     }
 }

@@ -29,7 +29,7 @@ pub mod failure;
 pub mod narrate;
 
 pub use at::At;
-pub use failure::{Detail, Failure, Flavour, FlavourName, Signature};
+pub use failure::{Detail, Failure, FailureJson, Flavour, FlavourName, Signature};
 pub use narrate::{
     begin_step, catching, narrate, quietly, start_narrating, stop_narrating, take_narration,
 };

@@ -2,10 +2,10 @@
 //! observed. `ci/kernel-vm.sh` fetches the kernel and builds the executor,
 //! then runs this; see `binder-vm --help`.
 
-use binder_vm::replay::{replay_with, Kernel, Options, TraceRun};
+use binder_vm::replay::{replay_with, Kernel, Options, Replay, StepRun, TraceRun};
 use binder_vm::{klog::Class, program, Driver};
-use idpool::driver::{Program, Snapshot};
-use std::path::PathBuf;
+use idpool::driver::{ExtendedError, Program, Snapshot};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -46,7 +46,43 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<ExitCode, String> {
-    let mut args = std::env::args().skip(1);
+    let Some(args) = parse_args(std::env::args().skip(1))? else {
+        println!("{HELP}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let traces = load(&args.inputs)?;
+    let steps: usize = traces.iter().map(|(_, p)| p.steps.len()).sum();
+    let result = replay_with(&args.kernel, &traces, &args.opts).map_err(|e| e.to_string())?;
+    let mut complete = true;
+    for run in &result.traces {
+        print_run(run, args.raw);
+        complete &= run.error.is_none() && run.steps.len() == run.program.steps.len();
+    }
+    if let Some(path) = &args.json {
+        write_json(path, &result.traces)?;
+    }
+    print_summary(&result, steps);
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// What the command line asks for.
+struct Args {
+    kernel: Kernel,
+    opts: Options,
+    /// `--json`.
+    json: Option<PathBuf>,
+    /// `--raw`.
+    raw: bool,
+    /// The traces and directories, in order.
+    inputs: Vec<PathBuf>,
+}
+
+/// The command line, or `None` for `--help`.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
     let mut driver = Driver::C;
     let (mut image, mut module, mut executor) = (None, None, None);
     let mut opts = Options {
@@ -59,10 +95,7 @@ fn run() -> Result<ExitCode, String> {
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
-            "-h" | "--help" => {
-                println!("{HELP}");
-                return Ok(ExitCode::SUCCESS);
-            }
+            "-h" | "--help" => return Ok(None),
             "--driver" => {
                 driver = match value("--driver")?.as_str() {
                     "c" => Driver::C,
@@ -112,24 +145,29 @@ fn run() -> Result<ExitCode, String> {
     if inputs.is_empty() {
         return Err("no trace given (see --help)".into());
     }
-    let traces = load(&inputs)?;
-    let steps: usize = traces.iter().map(|(_, p)| p.steps.len()).sum();
-    let result = replay_with(&kernel, &traces, &opts).map_err(|e| e.to_string())?;
-    let mut complete = true;
-    for run in &result.traces {
-        print_run(run, raw);
-        complete &= run.error.is_none() && run.steps.len() == run.program.steps.len();
-    }
-    if let Some(path) = json {
-        let mut text = String::new();
-        for run in &result.traces {
-            for l in &run.raw {
-                text.push_str(l);
-                text.push('\n');
-            }
+    Ok(Some(Args {
+        kernel,
+        opts,
+        json,
+        raw,
+        inputs,
+    }))
+}
+
+/// `--json`: every trace's executor lines, in order.
+fn write_json(path: &Path, traces: &[TraceRun]) -> Result<(), String> {
+    let mut text = String::new();
+    for run in traces {
+        for l in &run.raw {
+            text.push_str(l);
+            text.push('\n');
         }
-        std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
+    std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
+}
+
+/// The closing line: the traces, the boots and where the time went.
+fn print_summary(result: &Replay, steps: usize) {
     let wall: Duration = result.boots.iter().map(|b| b.wall).sum();
     let in_vm: u64 = result
         .boots
@@ -151,11 +189,6 @@ fn run() -> Result<ExitCode, String> {
         paced as f64 / 1000.0,
         result.boots.first().map_or("?", |b| b.kernel.as_str()),
     );
-    Ok(if complete {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }
 
 fn load(inputs: &[PathBuf]) -> Result<Vec<(String, Program)>, String> {
@@ -235,6 +268,42 @@ pub fn format_snapshot(s: &Snapshot) -> Vec<String> {
     out
 }
 
+/// A step's line: the command, what it returned, its extended error (when
+/// it says more than `BR_OK`; with `raw`, always, and `no ee` when none was
+/// read), what each process read, the log and an exit's release.
+fn step_line(s: &StepRun, raw: bool) -> String {
+    let o = &s.observed;
+    let mut line = format!(
+        "  {:<28} ret {}",
+        s.step.to_string(),
+        o.ret.map_or("?".into(), |r| r.to_string())
+    );
+    match o.ee {
+        Some(ee) if raw || ee != ExtendedError::NONE => line.push_str(&format!(" | {ee}")),
+        None if raw => line.push_str(" | no ee"),
+        _ => {}
+    }
+    for (k, reads) in o.reads.iter().enumerate() {
+        if !reads.is_empty() {
+            let r: Vec<String> = reads.iter().map(|b| b.to_string()).collect();
+            line.push_str(&format!(" | p{k} read: {}", r.join(", ")));
+        }
+    }
+    if !o.log.is_empty() {
+        let l: Vec<String> = o.log.iter().map(|l| l.to_string()).collect();
+        line.push_str(&format!(" | log: {}", l.join(", ")));
+    }
+    if let Some(r) = &s.release {
+        line.push_str(&format!(
+            " | release {} after {} us{}",
+            r.signal,
+            r.us,
+            if r.done { "" } else { " (TIMED OUT)" }
+        ));
+    }
+    line
+}
+
 fn print_run(run: &TraceRun, raw: bool) {
     println!(
         "\n== {} ({} procs, pids {:?}, {} ms in the VM{})",
@@ -250,30 +319,7 @@ fn print_run(run: &TraceRun, raw: bool) {
     );
     let mut last_state: Vec<String> = Vec::new();
     for s in &run.steps {
-        let o = &s.observed;
-        let mut line = format!(
-            "  {:<28} ret {}",
-            s.step.to_string(),
-            o.ret.map_or("?".into(), |r| r.to_string())
-        );
-        for (k, reads) in o.reads.iter().enumerate() {
-            if !reads.is_empty() {
-                let r: Vec<String> = reads.iter().map(|b| b.to_string()).collect();
-                line.push_str(&format!(" | p{k} read: {}", r.join(", ")));
-            }
-        }
-        if !o.log.is_empty() {
-            let l: Vec<String> = o.log.iter().map(|l| l.to_string()).collect();
-            line.push_str(&format!(" | log: {}", l.join(", ")));
-        }
-        if let Some(r) = &s.release {
-            line.push_str(&format!(
-                " | release {} after {} us{}",
-                r.signal,
-                r.us,
-                if r.done { "" } else { " (TIMED OUT)" }
-            ));
-        }
+        let line = step_line(s, raw);
         println!("{line}");
         let state = format_snapshot(&s.snapshot);
         if state != last_state {

@@ -18,7 +18,8 @@
 
 use super::program::Plan;
 use idpool::driver::{
-    Br, Command, Errno, Log, Observed, Pid, Received, RefCmd, Ret, Snapshot, Step,
+    Br, Command, Errno, ExtendedError, Log, Observed, Pid, Read, Received, RefCmd, Ret, Snapshot,
+    Step,
 };
 use idpool::AllocSite;
 
@@ -62,7 +63,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         name: "failed-set-manager",
-        title: "a BINDER_SET_CONTEXT_MGR that fails (EBUSY, EPERM) takes a strong reference on the caller's node 0 in Rust first: its zero-to-one work is left on the thread's deferred list, which holds back the node's later BR_* until the thread gets other work",
+        title: "a BINDER_SET_CONTEXT_MGR(_EXT) that both drivers refuse (EBUSY, EPERM) takes a strong reference on the node it names in Rust first: the node's work can park on the calling thread's deferred list, so its later BR_* come late, or to that thread instead of the one C gives them to",
         kind: Kind::Finding("0004-failed-set-context-mgr"),
         diverges: true,
     },
@@ -96,6 +97,66 @@ pub static RULES: &[Rule] = &[
         kind: Kind::Finding("0003-kernel-log-lines"),
         diverges: false,
     },
+    Rule {
+        name: "extended-error",
+        title: "BINDER_GET_EXTENDED_ERROR after a failed transaction: C's param is -EPROTO where Rust's is -EINVAL (a reply or a call against the thread's transaction stack) and -EINVAL where Rust's is -ENOENT (a handle the sender lacks); a transaction that fails with BR_DEAD_REPLY or BR_FROZEN_REPLY is recorded by C and not by Rust (BR_OK)",
+        kind: Kind::Finding("0008-extended-error"),
+        diverges: false,
+    },
+    Rule {
+        name: "non-looper-work",
+        title: "a thread that is not a looper (no BC_ENTER_LOOPER or BC_REGISTER_LOOPER) takes the process's work in C, with a user error, and never in Rust: which thread reads a transaction, or whether one is read at all, differs",
+        kind: Kind::Finding("0009-non-looper-thread"),
+        diverges: true,
+    },
+    Rule {
+        name: "register-after-enter",
+        title: "BC_REGISTER_LOOPER from a thread that entered the looper: C does not count it as a started thread, Rust does; the drivers then ask for threads (BR_SPAWN_LOOPER) at different times",
+        kind: Kind::Finding("0012-register-after-enter"),
+        diverges: true,
+    },
+    Rule {
+        name: "freeze-notify-dead-node",
+        title: "BC_REQUEST_FREEZE_NOTIFICATION on a handle whose node's owner has died: C queues nothing, Rust sends BR_FROZEN_BINDER (not frozen) at once",
+        kind: Kind::Finding("0013-freeze-notify-dead-node"),
+        diverges: false,
+    },
+    Rule {
+        name: "node-debug",
+        title: "BINDER_GET_NODE_DEBUG_INFO lists the nodes each driver still keeps in the owner's tree, which it drops at different times (a node nothing refers to any more, or a refused manager's)",
+        kind: Kind::Finding("0014-node-debug-info"),
+        diverges: false,
+    },
+    Rule {
+        name: "oneway-spam",
+        title: "a sender of one-way transactions that fill the receiver's one-way space, with spam detection on: C answers BR_ONEWAY_SPAM_SUSPECT once until the space recovers, Rust every time",
+        kind: Kind::Finding("0015-oneway-spam-suspect"),
+        diverges: false,
+    },
+    Rule {
+        name: "freeze-notify-repeated",
+        title: "BINDER_FREEZE that leaves a process's frozen state as it was (a thaw of a process that is not frozen, a freeze of a frozen one): C sends every freeze notification on its nodes again, with the same state, Rust only those whose state changed",
+        kind: Kind::Finding("0016-freeze-notification-repeated"),
+        diverges: false,
+    },
+    Rule {
+        name: "thread-exit-node-work",
+        title: "BINDER_THREAD_EXIT from a thread that has not yet read a node's first BR_INCREFS/BR_ACQUIRE (deferred on it when it sent the node): C drops the update, so the node's owner is never told of the reference; Rust moves it to the process, which reads it",
+        kind: Kind::Finding("0017-thread-exit-node-work"),
+        diverges: true,
+    },
+    Rule {
+        name: "freeze-without-process",
+        title: "BINDER_FREEZE on a pid with no Binder process: EINVAL in C, 0 in Rust",
+        kind: Kind::Finding("0010-freeze-without-process"),
+        diverges: false,
+    },
+    Rule {
+        name: "manager-ext-cookie",
+        title: "BINDER_SET_CONTEXT_MGR(_EXT) naming a node the caller has with another cookie (one BINDER_SET_CONTEXT_MGR_EXT made): C makes that node the manager's (or answers EBUSY/EPERM first), Rust refuses it with EINVAL before any other check",
+        kind: Kind::Finding("0011-manager-ext-cookie"),
+        diverges: true,
+    },
 ];
 
 /// The rule called `name`.
@@ -116,14 +177,21 @@ pub enum Diff {
         /// Rust's.
         rust: Option<Ret>,
     },
+    /// The extended error the step's thread read after it.
+    Ee {
+        /// C's.
+        c: Option<ExtendedError>,
+        /// Rust's.
+        rust: Option<ExtendedError>,
+    },
     /// What one process read.
     Reads {
         /// The process.
         pid: usize,
         /// Read under C only.
-        c: Vec<Br>,
+        c: Vec<Read>,
         /// Read under Rust only.
-        rust: Vec<Br>,
+        rust: Vec<Read>,
     },
     /// The kernel log.
     Log {
@@ -180,12 +248,18 @@ fn multiset_diff<T: Ord + Clone>(a: &[T], b: &[T]) -> (Vec<T>, Vec<T>) {
     (only_a, only_b)
 }
 
-/// The difference between the returns of one step's command, if any.
-pub fn ret(c: &Observed, rust: &Observed) -> Option<Diff> {
-    (c.ret != rust.ret).then_some(Diff::Ret {
+/// The differences between the returns of one step's command and the
+/// extended errors its thread read after it.
+pub fn ret(c: &Observed, rust: &Observed) -> impl Iterator<Item = Diff> {
+    let ret = (c.ret != rust.ret).then_some(Diff::Ret {
         c: c.ret,
         rust: rust.ret,
-    })
+    });
+    let ee = (c.ee != rust.ee).then_some(Diff::Ee {
+        c: c.ee,
+        rust: rust.ee,
+    });
+    ret.into_iter().chain(ee)
 }
 
 /// The differences between what the processes read and what the kernel
@@ -275,20 +349,54 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
             Some(rule("manager-handle"))
         }
         _ if plan.fail == Some(AllocSite::Grow) => Some(rule("grow-failure")),
-        Diff::Reads { c, rust, .. } => {
+        Diff::Reads { pid, c, rust } => {
             if manager_handle(c, rust) {
                 Some(rule("manager-handle"))
-            } else if held_back_node_work(c, rust) {
-                Some(rule("failed-set-manager"))
-            } else if c[..] == [Br::DeadReply] && rust[..] == [Br::FailedReply] {
+            } else if dead_node_freeze_notification(step, c, rust) {
+                Some(rule("freeze-notify-dead-node"))
+            } else if *pid == step.pid.index() && exited_thread_node_work(step, c, rust) {
+                Some(rule("thread-exit-node-work"))
+            } else if freeze_notification_repeated(step, c, rust) {
+                Some(rule("freeze-notify-repeated"))
+            } else if spam_reported_again(c, rust) {
+                Some(rule("oneway-spam"))
+            } else if spawn_requests_only(c, rust) {
+                Some(rule("register-after-enter"))
+            } else if brs(c) == [Br::DeadReply] && brs(rust) == [Br::FailedReply] {
                 Some(rule("dying-target-reply"))
             } else {
                 None
             }
         }
+        Diff::Log { c, .. } if c.contains(&Log::NotALooper) => Some(rule("non-looper-work")),
         Diff::Log { c, rust } => logs_explained(c, rust).then(|| rule("log-lines")),
-        Diff::State { .. } => None,
+        Diff::Ee {
+            c: Some(c),
+            rust: Some(rust),
+        } => extended_error_explained(*c, *rust).then(|| rule("extended-error")),
+        Diff::State { .. } | Diff::Ee { .. } => None,
     }
+}
+
+/// Finding 0008: the extended error each driver records for the same
+/// failed transaction. C records every failure with its
+/// `return_error_param` (binder.c:3927-3930): `-EPROTO` for a reply or a
+/// call against the transaction stack (3154, 3170, 3278, 3300), `-EINVAL`
+/// for a target or an object it cannot find (3253, 2304). Rust records
+/// only a failure with a source errno (thread.rs:1316-1323): `EINVAL` from
+/// `pop_transaction_to_reply` and `top_of_transaction_stack`
+/// (thread.rs:368-377, 1246-1260), `ENOENT` from `get_node_from_handle`
+/// (process.rs:943-951); a dead or frozen target has none
+/// (`BinderError::new_dead`, `new_frozen`, error.rs).
+fn extended_error_explained(c: ExtendedError, rust: ExtendedError) -> bool {
+    use idpool::driver::br_code::{DEAD_REPLY, FAILED_REPLY, FROZEN_REPLY, OK};
+    let errno = |e: Errno| -e.code();
+    let same_failure =
+        c.command == FAILED_REPLY && rust.command == FAILED_REPLY && c.id_set == rust.id_set;
+    let stack = (c.param, rust.param) == (errno(Errno::Proto), errno(Errno::Inval));
+    let missing = (c.param, rust.param) == (errno(Errno::Inval), errno(Errno::NoEnt));
+    let unrecorded = matches!(c.command, DEAD_REPLY | FROZEN_REPLY) && rust == ExtendedError::NONE;
+    (same_failure && (stack || missing)) || (unrecorded && rust.command == OK)
 }
 
 /// Finding 0006, C's side, for a group of steps in which a process exited
@@ -304,6 +412,15 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
 /// its failed translation is matched by C's own when a later object
 /// failed) and no other line the log-lines rule does not allow.
 pub fn released_by_stale_handles(diff: &Diff) -> Option<&'static Rule> {
+    if let Diff::Ee {
+        rust: Some(rust), ..
+    } = diff
+    {
+        // Rust's insert refused the dead process (`ESRCH`) where C went on.
+        let srch = rust.command == idpool::driver::br_code::FAILED_REPLY
+            && rust.param == -Errno::Srch.code();
+        return srch.then(|| rule("dying-target-reply"));
+    }
     let Diff::Log { c, rust } = diff else {
         return None;
     };
@@ -315,6 +432,83 @@ pub fn released_by_stale_handles(diff: &Diff) -> Option<&'static Rule> {
     let explained =
         rest.len() < c.len() && rust.contains(&Log::CopyFailed) && logs_explained(&rest, rust);
     explained.then(|| rule("dying-target-reply"))
+}
+
+/// Finding 0004 seen in the nodes: a `BINDER_SET_CONTEXT_MGR` or
+/// `BINDER_SET_CONTEXT_MGR_EXT` refused by both drivers made the node it
+/// names in Rust first (`Process::set_as_manager`, process.rs:746-771,
+/// takes a `NodeRef` before `Context::set_manager_node` refuses), with the
+/// call's cookie; C refuses before `binder_new_node` (binder.c:5532-5550).
+/// From then on `BINDER_GET_NODE_DEBUG_INFO` lists a node in Rust only, and
+/// a node object with that pointer and another cookie (objects carry the
+/// pointer as the cookie) is refused by Rust (`get_existing_node`,
+/// EINVAL): the drivers' states have diverged.
+pub fn refused_manager_node(
+    step: &Step,
+    c: Option<Ret>,
+    rust: Option<Ret>,
+    c_state: &Snapshot,
+    rust_state: &Snapshot,
+) -> bool {
+    let Some(ptr) = manager_call_ptr(step) else {
+        return false;
+    };
+    let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
+    let has = |s: &Snapshot| {
+        s.procs
+            .get(step.pid.index())
+            .is_some_and(|p| p.nodes.contains_key(&ptr))
+    };
+    refused(c) && refused(rust) && has(rust_state) && !has(c_state)
+}
+
+/// The pointer of the node a `BINDER_SET_CONTEXT_MGR(_EXT)` names.
+fn manager_call_ptr(step: &Step) -> Option<u64> {
+    match step.command {
+        Command::SetManager => Some(0),
+        Command::SetManagerExt { ptr, .. } => Some(ptr),
+        _ => None,
+    }
+}
+
+/// The nodes, by owner and pointer, that a `BINDER_SET_CONTEXT_MGR(_EXT)`
+/// refused by both drivers named so far: finding 0004's. Rust's refused
+/// call took a strong reference on the node first, and taking it can
+/// park the node's work on the calling thread's deferred list
+/// (`Process::set_as_manager`, process.rs:746-771; C refuses before it
+/// touches a node, binder.c:5532-5550). From then on the node's `BR_INCREFS`,
+/// `BR_ACQUIRE`, `BR_RELEASE` and `BR_DECREFS` may come later than C's, or
+/// to the calling thread instead of the one C gives them to.
+#[derive(Clone, Debug, Default)]
+pub struct RefusedManagerCalls(Vec<NodeKey>);
+
+impl RefusedManagerCalls {
+    /// Notes `step` if it is a manager call both drivers refused.
+    pub fn follow(&mut self, step: &Step, c: Option<Ret>, rust: Option<Ret>) {
+        let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
+        if let Some(ptr) = manager_call_ptr(step) {
+            if refused(c) && refused(rust) && !self.0.contains(&(step.pid, ptr)) {
+                self.0.push((step.pid, ptr));
+            }
+        }
+    }
+
+    /// Finding 0004's symptom: what one process read differs only by the
+    /// work of nodes a refused manager call of its own named.
+    pub fn explain(&self, diff: &Diff) -> Option<&'static Rule> {
+        let Diff::Reads { pid, c, rust } = diff else {
+            return None;
+        };
+        let named = |r: &Read| {
+            let ptr = match r.br {
+                Br::IncRefs(p) | Br::Acquire(p) | Br::Release(p) | Br::DecRefs(p) => p,
+                _ => return false,
+            };
+            self.0.contains(&(Pid(*pid as u8), ptr))
+        };
+        let only_named = c.iter().chain(rust).all(named);
+        only_named.then(|| rule("failed-set-manager"))
+    }
 }
 
 /// Finding 0005: `BC_INCREFS`/`BC_ACQUIRE` on handle 0 whose reference to
@@ -332,6 +526,29 @@ fn manager_fallback(step: &Step, plan: Plan) -> bool {
 /// answers (a weak-only reference), and the counts differ.
 fn ret_rule(step: &Step, c: Option<Ret>, rust: Option<Ret>) -> Option<&'static Rule> {
     use idpool::driver::Command;
+    match step.command {
+        Command::Freeze { .. } | Command::Thaw(_)
+            if c == Some(Ret::Err(Errno::Inval)) && rust == Some(Ret::Ok) =>
+        {
+            return Some(rule("freeze-without-process"));
+        }
+        Command::NodeDebug(_) if rust_lists_more(c, rust) => return Some(rule("node-debug")),
+        Command::ExtendedError => {
+            if let (Some(Ret::Extended(c)), Some(Ret::Extended(rust))) = (c, rust) {
+                return extended_error_explained(c, rust).then(|| rule("extended-error"));
+            }
+        }
+        Command::SetManager | Command::SetManagerExt { .. }
+            if rust == Some(Ret::Err(Errno::Inval))
+                && matches!(
+                    c,
+                    Some(Ret::Ok | Ret::Err(Errno::Busy) | Ret::Err(Errno::Perm))
+                ) =>
+        {
+            return Some(rule("manager-ext-cookie"));
+        }
+        _ => {}
+    }
     if !matches!(step.command, Command::NodeInfo(_)) {
         return None;
     }
@@ -345,17 +562,123 @@ fn ret_rule(step: &Step, c: Option<Ret>, rust: Option<Ret>) -> Option<&'static R
     node_info.then(|| rule("node-info"))
 }
 
+/// Finding 0014: `BINDER_GET_NODE_DEBUG_INFO` finds in Rust a node C no
+/// longer (or never) has: Rust's answer is a node below C's (C's is the
+/// next one, or none: pointer 0, as no node the walk returns has pointer
+/// 0). A node C lists and Rust does not, or the same node told otherwise,
+/// is new.
+fn rust_lists_more(c: Option<Ret>, rust: Option<Ret>) -> bool {
+    match (c, rust) {
+        (Some(Ret::NodeDebug { ptr: c, .. }), Some(Ret::NodeDebug { ptr: rust, .. })) => {
+            rust != 0 && (c == 0 || c > rust)
+        }
+        _ => false,
+    }
+}
+
+/// Finding 0013: a freeze notification asked for on a node whose owner
+/// died: Rust's first message reads the dead owner as not frozen
+/// (`FreezeMessage::do_work`, freeze.rs:123-139); C queues no work
+/// without `node->proc` (binder.c:4010-4020).
+fn dead_node_freeze_notification(step: &Step, c: &[Read], rust: &[Read]) -> bool {
+    let Command::RequestFreeze { cookie, .. } = step.command else {
+        return false;
+    };
+    // The notification is work for the process: with a thread to ask for,
+    // Rust's queueing it may ask for one more (`BR_SPAWN_LOOPER`).
+    let notification = Br::FrozenBinder {
+        cookie,
+        frozen: false,
+    };
+    let brs = brs(rust);
+    c.is_empty() && (brs == [notification.clone()] || brs == [notification, Br::SpawnLooper])
+}
+
+/// Finding 0017: `BINDER_THREAD_EXIT` from a thread whose work list holds
+/// a node's reference-count update it has not read yet (the first
+/// `BR_INCREFS`/`BR_ACQUIRE` of a node it sent, deferred until it reads its
+/// own work): C's `binder_release_work` drops it (`case
+/// BINDER_WORK_NODE: break;`, binder.c:5243-5244), Rust's
+/// `DTRWrap<Node>::cancel` moves it to the process, which reads it
+/// (node.rs:750-754, with the comment saying so). What Rust reads more is
+/// only that node work.
+fn exited_thread_node_work(step: &Step, c: &[Read], rust: &[Read]) -> bool {
+    step.command == Command::ThreadExit
+        && c.is_empty()
+        && !rust.is_empty()
+        && rust
+            .iter()
+            .all(|r| r.tid != step.tid && matches!(r.br, Br::IncRefs(_) | Br::Acquire(_)))
+}
+
+/// Finding 0016: a `BINDER_FREEZE` that changes nothing: C's
+/// `binder_add_freeze_work` queues a `BR_FROZEN_BINDER` with the new
+/// state to every listener on the target's nodes, whatever it last told
+/// (binder.c:5665-5678); Rust's `FreezeMessage::do_work` drops a message
+/// whose state is the one it last sent (`last_is_frozen`,
+/// freeze.rs:125-128). What C reads more is only those notifications,
+/// each with the state the command asked for.
+fn freeze_notification_repeated(step: &Step, c: &[Read], rust: &[Read]) -> bool {
+    let state = match step.command {
+        Command::Freeze { .. } => true,
+        Command::Thaw(_) => false,
+        _ => return false,
+    };
+    rust.is_empty()
+        && !c.is_empty()
+        && c.iter()
+            .all(|r| matches!(r.br, Br::FrozenBinder { frozen, .. } if frozen == state))
+}
+
+/// Finding 0015's symptom: where Rust reads `BR_ONEWAY_SPAM_SUSPECT`, C
+/// reads `BR_TRANSACTION_COMPLETE` (it reported the spammer once,
+/// `debug_low_async_space_locked`'s `oneway_spam_detected`,
+/// binder_alloc.c:505-509; Rust's `low_oneway_space` has no such flag).
+fn spam_reported_again(c: &[Read], rust: &[Read]) -> bool {
+    !c.is_empty()
+        && c.len() == rust.len()
+        && c.iter().zip(rust).all(|(a, b)| {
+            a.tid == b.tid && a.br == Br::TransactionComplete && b.br == Br::OnewaySpamSuspect
+        })
+}
+
+/// Finding 0012's symptom: the reads differ only in `BR_SPAWN_LOOPER`s.
+fn spawn_requests_only(c: &[Read], rust: &[Read]) -> bool {
+    let spawn = |r: &Read| r.br == Br::SpawnLooper;
+    !(c.is_empty() && rust.is_empty()) && c.iter().chain(rust).all(spawn)
+}
+
+/// The returns of `reads`, whichever thread read them.
+fn brs(reads: &[Read]) -> Vec<Br> {
+    reads.iter().map(|r| r.br.clone()).collect()
+}
+
+/// The objects a read carries, with its kind: a one-way transaction, a
+/// call or a reply.
+fn carried(br: &Br) -> Option<(u8, &[Received])> {
+    match br {
+        Br::Transaction(o) => Some((0, o)),
+        Br::Call(o) => Some((1, o)),
+        Br::Reply(o) => Some((2, o)),
+        _ => None,
+    }
+}
+
 /// Finding 0001: the reads differ only in the handles transactions'
 /// objects were given, one of them 0 under C and another under Rust (the
-/// handles after it shift with it).
-fn manager_handle(c: &[Br], rust: &[Br]) -> bool {
+/// handles after it shift with it), each read by the same thread.
+fn manager_handle(c: &[Read], rust: &[Read]) -> bool {
     if c.len() != rust.len() {
         return false;
     }
     let mut zero_against_other = false;
     for (a, b) in c.iter().zip(rust) {
-        match (a, b) {
-            (Br::Transaction(oc), Br::Transaction(or)) if oc.len() == or.len() => {
+        if a.tid != b.tid {
+            return false;
+        }
+        let (a, b) = (&a.br, &b.br);
+        match (carried(a), carried(b)) {
+            (Some((ka, oc)), Some((kb, or))) if ka == kb && oc.len() == or.len() => {
                 for (x, y) in oc.iter().zip(or) {
                     match (x, y) {
                         (
@@ -391,20 +714,6 @@ fn manager_handle_held(c: &RefMap, rust: &RefMap) -> bool {
         (r.node.owner, r.node.ptr) == (zero.node.owner, zero.node.ptr)
     };
     !rust.get(&0).is_some_and(same_node) && rust.iter().any(|(&h, r)| h != 0 && same_node(r))
-}
-
-/// Finding 0004's symptom: C delivers node work for the node with pointer
-/// 0 that Rust holds back (its failed `set_as_manager` left that node's
-/// work on the thread's deferred list).
-fn held_back_node_work(c: &[Br], rust: &[Br]) -> bool {
-    rust.is_empty()
-        && !c.is_empty()
-        && c.iter().all(|b| {
-            matches!(
-                b,
-                Br::IncRefs(0) | Br::Acquire(0) | Br::Release(0) | Br::DecRefs(0)
-            )
-        })
 }
 
 /// The log lines each driver prints where the other prints nothing (or
@@ -453,6 +762,13 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
                 | Log::UnexpectedWork
                 | Log::IoctlFailed(_)
                 | Log::BadBufferObject
+                | Log::UnsupportedCommand
+                | Log::LooperMisuse
+                | Log::NotALooper
+                | Log::ReplyTargetGone
+                | Log::ReplyBadStack
+                | Log::FrozenProcess
+                | Log::UndeliveredFreeze
         )
     };
     let rust_only_ok = |l: &Log| {
@@ -464,6 +780,10 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
                 | Log::RefcountUnderflow
                 | Log::IoctlFailed(Errno::Again)
                 | Log::BufferAllocFailed
+                | Log::ReplyFailed
+                | Log::ReplyNoStack
+                | Log::FreezeDuplicateCookie
+                | Log::FreezeDoneNotFound
         )
     };
     c_left.into_iter().all(c_only_ok) && rust_left.into_iter().all(rust_only_ok)
@@ -509,14 +829,14 @@ mod tests {
 
     #[test]
     fn a_handle_zero_against_one_is_the_manager_finding() {
-        let c = [Br::Transaction(vec![Received::Handle {
+        let c = [Read::main(Br::Transaction(vec![Received::Handle {
             handle: 0,
             strong: true,
-        }])];
-        let rust = [Br::Transaction(vec![Received::Handle {
+        }]))];
+        let rust = [Read::main(Br::Transaction(vec![Received::Handle {
             handle: 1,
             strong: true,
-        }])];
+        }]))];
         assert!(manager_handle(&c, &rust));
         assert!(!manager_handle(&rust, &c));
         assert!(!manager_handle(&c, &[]));

@@ -16,7 +16,10 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
-use idpool::driver::{Command, Object, Pid, Program, RefCmd, Step, MAX_PROCS};
+use idpool::driver::{
+    Arg, NodeFlags, Object, Payload, Pid, Program, Row, Step, Tid, TxnFlags, Value, MAX_PROCS,
+    VOCABULARY,
+};
 use idpool::{AllocSite, Driver, Version};
 
 /// The most steps a program decoded from bytes has.
@@ -214,19 +217,44 @@ fn decode_header(b: u8) -> (Version, Version, Vec<u32>) {
 /// boundaries and beyond, in increasing order.
 pub const FAR_HANDLES: [u32; 8] = [8, 63, 64, 65, 127, 1000, 1 << 31, u32::MAX];
 
-/// A handle argument: mostly 0 to 7, sometimes one of [`FAR_HANDLES`].
+/// How a handle byte decodes: below [`HANDLE_ONE`], handle 0 (the context
+/// manager's, which every command on handle 0 needs); below
+/// [`HANDLE_ANY`], handles 1 to 3 (the ones a process is likely to hold:
+/// each new reference takes the smallest free handle); below
+/// [`HANDLE_FAR`], handles 0 to 7; from there, one of [`FAR_HANDLES`].
+pub const HANDLE_ONE: u8 = 0x40;
+/// See [`HANDLE_ONE`].
+pub const HANDLE_ANY: u8 = 0xc0;
+/// See [`HANDLE_ONE`].
+pub const HANDLE_FAR: u8 = 0xf0;
+
+/// A handle argument: 0 for a quarter of the bytes, 1 to 3 for half,
+/// sometimes 0 to 7 or one of [`FAR_HANDLES`] ([`HANDLE_ONE`]).
 fn handle(u: &mut Unstructured) -> arbitrary::Result<u32> {
     let b = u8::arbitrary(u)?;
-    Ok(if b < 0xf0 {
-        u32::from(b % 8)
+    Ok(if b < HANDLE_ONE {
+        0
+    } else if b < HANDLE_ANY {
+        1 + u32::from(b - HANDLE_ONE) % 3
+    } else if b < HANDLE_FAR {
+        u32::from(b - HANDLE_ANY) % 8
     } else {
         FAR_HANDLES[usize::from(b & 7)]
     })
 }
 
+/// The object values (bits 2-7 of an object's byte) from this one on name
+/// handles 0 to 7; below it, handles 0 to 3, the likely ones.
+pub const OBJECT_ANY_HANDLE: u8 = 48;
+
+/// An object: bits 0-1 its kind (a strong or weak node, a strong or weak
+/// handle), bits 2-7 a value `v`: a node's pointer `v % 4`; a handle
+/// `v % 4` below [`OBJECT_ANY_HANDLE`], else `v % 8`; from 60, a strong
+/// handle's value is instead a run of nodes ([`Object::Nodes`]).
 fn object(u: &mut Unstructured) -> arbitrary::Result<Object> {
     let b = u8::arbitrary(u)?;
     let v = b >> 2;
+    let handle = u32::from(if v < OBJECT_ANY_HANDLE { v % 4 } else { v % 8 });
     Ok(match b & 3 {
         0 => Object::Node {
             ptr: u64::from(v % 4),
@@ -241,59 +269,116 @@ fn object(u: &mut Unstructured) -> arbitrary::Result<Object> {
             count: [32, 63, 64, 65][usize::from(v - 60)],
         },
         2 => Object::Handle {
-            handle: u32::from(v % 8),
+            handle,
             strong: true,
         },
         _ => Object::Handle {
-            handle: u32::from(v % 8),
+            handle,
             strong: false,
         },
     })
 }
 
-fn objects(u: &mut Unstructured) -> arbitrary::Result<Vec<Object>> {
-    let n = u8::arbitrary(u)? % 4;
-    (0..n).map(|_| object(u)).collect()
+/// The transaction flags a payload's first byte gives (bits 2 to 4).
+const PAYLOAD_FLAGS: [u32; 3] = [
+    TxnFlags::ACCEPT_FDS,
+    TxnFlags::CLEAR_BUF,
+    TxnFlags::UPDATE_TXN,
+];
+
+/// A payload: a byte with the number of objects (bits 0-1) and the flags
+/// (bits 2-4), then one byte per object.
+fn payload(u: &mut Unstructured) -> arbitrary::Result<Payload> {
+    let b = u8::arbitrary(u)?;
+    let flags = PAYLOAD_FLAGS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| b & (4 << i) != 0)
+        .fold(0, |f, (_, &flag)| f | flag);
+    let objects = (0..b % 4)
+        .map(|_| object(u))
+        .collect::<arbitrary::Result<_>>()?;
+    Ok(Payload {
+        objects,
+        flags: TxnFlags(flags),
+    })
 }
 
-/// One step: a byte with the process (bits 0-1, modulo the processes),
-/// the command (bits 2-5) and whether a plan byte follows (bits 6-7 = 3),
-/// then the command's arguments.
+/// The priorities a node's flags byte picks (bits 1-2).
+const PRIORITIES: [u32; 4] = [0, 0, 5, 19];
+
+/// A node's flags: bit 0 `accepts-fds`, bits 1-2 a priority.
+fn node_flags(u: &mut Unstructured) -> arbitrary::Result<NodeFlags> {
+    let b = u8::arbitrary(u)?;
+    let accepts = if b & 1 != 0 {
+        NodeFlags::ACCEPTS_FDS
+    } else {
+        0
+    };
+    Ok(NodeFlags(accepts | PRIORITIES[usize::from((b >> 1) & 3)]))
+}
+
+/// The freeze timeouts a byte picks (bit 0).
+pub(super) const TIMEOUTS: [u32; 2] = [0, 10];
+
+/// One argument of the kind `arg`, from one byte (a payload: more).
+fn argument(u: &mut Unstructured, arg: Arg, procs: usize) -> arbitrary::Result<Value> {
+    let small = |u: &mut Unstructured| -> arbitrary::Result<u8> { Ok(u8::arbitrary(u)? % 4) };
+    Ok(match arg {
+        Arg::Handle => Value::U32(handle(u)?),
+        Arg::Cookie | Arg::Ptr => Value::U64(u64::from(small(u)?)),
+        Arg::Count => Value::U32(u32::from(small(u)?)),
+        Arg::Millis => Value::U32(TIMEOUTS[usize::from(u8::arbitrary(u)? & 1)]),
+        Arg::Proc => Value::Proc(Pid(u8::arbitrary(u)? % procs as u8)),
+        Arg::Switch => Value::Switch(u8::arbitrary(u)? & 1 == 1),
+        Arg::NodeFlags => Value::NodeFlags(node_flags(u)?),
+        Arg::Payload => Value::Payload(payload(u)?),
+    })
+}
+
+/// The row of [`VOCABULARY`] that the decoder's command slot `slot` picks:
+/// each row takes `weight` consecutive slots, in the table's order.
+pub fn row_of_slot(slot: u8) -> &'static Row {
+    let mut end = 0u32;
+    for row in VOCABULARY {
+        end += u32::from(row.weight);
+        if u32::from(slot) < end {
+            return row;
+        }
+    }
+    unreachable!("the weights fill the 256 slots")
+}
+
+/// The first slot of `row`.
+pub fn first_slot(row: &Row) -> u8 {
+    let before: u32 = VOCABULARY
+        .iter()
+        .take_while(|r| !std::ptr::eq(*r, row))
+        .map(|r| u32::from(r.weight))
+        .sum();
+    u8::try_from(before).expect("a row starts below slot 256")
+}
+
+/// The thread the step byte's bits 2-3 name: `t0` half the time.
+const THREADS: [Tid; 4] = [Tid(0), Tid(0), Tid(1), Tid(2)];
+
+/// One step: a byte with the process (bits 0-1, modulo the processes), the
+/// thread (bits 2-3, [`THREADS`]) and whether a plan byte follows (bits
+/// 4-7 at 12 or more), a byte with the command's slot
+/// ([`row_of_slot`]), the command's arguments, then the plan byte if any.
 fn decode_step(u: &mut Unstructured, procs: usize) -> arbitrary::Result<(Step, Plan)> {
     let b = u8::arbitrary(u)?;
     let pid = Pid((b & 3) % procs as u8);
-    let cookie =
-        |u: &mut Unstructured| -> arbitrary::Result<u64> { Ok(u64::from(u8::arbitrary(u)? % 4)) };
-    let command = match (b >> 2) & 15 {
-        0 => Command::SetManager,
-        1 => Command::Ref(RefCmd::IncRefs, handle(u)?),
-        2 => Command::Ref(RefCmd::Acquire, handle(u)?),
-        3 | 15 => Command::Ref(RefCmd::Release, handle(u)?),
-        4 => Command::Ref(RefCmd::DecRefs, handle(u)?),
-        5 | 6 => Command::Send {
-            to: handle(u)?,
-            objects: objects(u)?,
-        },
-        7 => Command::Free,
-        8 => Command::RequestDeath {
-            handle: handle(u)?,
-            cookie: cookie(u)?,
-        },
-        9 => Command::ClearDeath {
-            handle: handle(u)?,
-            cookie: cookie(u)?,
-        },
-        10 => Command::NodeInfo(handle(u)?),
-        11 => Command::Exit,
-        12 => Command::Ref(RefCmd::Acquire, 0),
-        13 => Command::Ref(RefCmd::IncRefs, 0),
-        _ => Command::Send {
-            to: 0,
-            objects: objects(u)?,
-        },
-    };
+    let tid = THREADS[usize::from((b >> 2) & 3)];
+    let row = row_of_slot(u8::arbitrary(u)?);
+    let values = row
+        .args
+        .iter()
+        .map(|&arg| argument(u, arg, procs))
+        .collect::<arbitrary::Result<Vec<_>>>()?;
+    let command = (row.make)(&values);
     let mut plan = Plan::default();
-    if b >> 6 == 3 {
+    if b >> 4 >= 12 {
         let p = u8::arbitrary(u)?;
         let site = SITES[usize::from(p & 3) % 3];
         if p & 4 == 0 {
@@ -302,7 +387,7 @@ fn decode_step(u: &mut Unstructured, procs: usize) -> arbitrary::Result<(Step, P
             plan.window = Some(site);
         }
     }
-    Ok((Step { pid, command }, plan))
+    Ok((Step { pid, tid, command }, plan))
 }
 
 fn decode(u: &mut Unstructured) -> CmdProgram {

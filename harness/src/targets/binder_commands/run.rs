@@ -9,7 +9,7 @@ use super::program::{site_word, CmdProgram, Plan};
 use crate::check::{Check, Checked, Detail, Failure, Flavour, OpKind};
 use crate::Events;
 use idpool::driver::{
-    CDriver, Command, FailFirst, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Windows,
+    CDriver, Command, FailFirst, Held, Observed, Pid, Ret, RustDriver, Snapshot, Step, Tid, Windows,
 };
 use idpool::{AllocSite, Gfp, Version};
 
@@ -20,22 +20,16 @@ pub const TARGET: &str = "binder_commands";
 /// [`compare::RULES`] explains goes under in its failure's flavour.
 pub const NO_RULE: &str = "c-vs-rust";
 
-/// The op kind a command is, for failures and the state feedback: the
-/// names the handle table's operations have where a command does the
-/// same (`Increment`, `Decrement`, `Lookup`, `Kill`), with their classes.
+/// The op kind a command is, for failures and the state feedback: its
+/// row's `op` (`idpool::driver::Row::op`), of the class of the first row
+/// with that op.
 pub fn kind(command: &Command) -> OpKind {
-    use idpool::driver::RefCmd;
-    let (name, class) = match command {
-        Command::SetManager => ("SetManager", 24),
-        Command::Ref(RefCmd::IncRefs | RefCmd::Acquire, _) => ("Increment", 11),
-        Command::Ref(RefCmd::Release | RefCmd::DecRefs, _) => ("Decrement", 12),
-        Command::Send { .. } => ("Transaction", 25),
-        Command::Free => ("FreeBuffer", 26),
-        Command::RequestDeath { .. } | Command::ClearDeath { .. } => ("Death", 27),
-        Command::NodeInfo(_) => ("Lookup", 13),
-        Command::Exit => ("Kill", 15),
-    };
-    OpKind::new(name, class)
+    let op = command.row().op;
+    let first = idpool::driver::VOCABULARY
+        .iter()
+        .position(|r| r.op == op)
+        .expect("the command's own row has its op");
+    OpKind::new(op, 16 + first as u8)
 }
 
 /// A driver as the runner drives it.
@@ -43,7 +37,12 @@ pub trait Side: Sized {
     /// `c-mainline`, `rust-v1`, ...
     fn version(&self) -> Version;
     /// Runs `step` (see `CDriver::exec`).
-    fn exec(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed;
+    fn exec(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed;
     /// What each process holds.
     fn snapshot(&self) -> Snapshot;
     /// The driver's own consistency (its tables against its counts).
@@ -56,7 +55,12 @@ impl Side for CDriver {
     fn version(&self) -> Version {
         CDriver::version(self)
     }
-    fn exec(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
+    fn exec(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed {
         CDriver::exec(self, step, busy, windows)
     }
     fn snapshot(&self) -> Snapshot {
@@ -74,7 +78,12 @@ impl Side for RustDriver {
     fn version(&self) -> Version {
         RustDriver::version(self)
     }
-    fn exec(&mut self, step: &Step, busy: &[Pid], windows: &mut dyn Windows<Self>) -> Observed {
+    fn exec(
+        &mut self,
+        step: &Step,
+        busy: &[(Pid, Tid)],
+        windows: &mut dyn Windows<Self>,
+    ) -> Observed {
         RustDriver::exec(self, step, busy, windows)
     }
     fn snapshot(&self) -> Snapshot {
@@ -96,7 +105,8 @@ impl Side for RustDriver {
 /// the first window of its site.
 struct Group<'p> {
     fail: FailFirst,
-    outer: Pid,
+    /// The paused step's thread.
+    outer: (Pid, Tid),
     /// (index, step, site, its observation once run).
     nested: Vec<Nested<'p>>,
 }
@@ -112,19 +122,25 @@ impl<D: Side> Windows<D> for Group<'_> {
 
     fn window(&mut self, driver: &mut D, site: AllocSite, held: Held) {
         let outer = self.outer;
-        let mut waiting: Vec<Pid> = Vec::new();
+        let mut waiting: Vec<(Pid, Tid)> = Vec::new();
         for (_, step, at, seen) in &mut self.nested {
             if *at != site || seen.is_some() {
                 continue;
             }
             // A step that needs a lock the paused command keeps waits for
-            // it, and so do its process's later steps: they run after. So
-            // does a step of the paused process itself (one thread each).
-            if step.pid == outer
-                || waiting.contains(&step.pid)
+            // it, and so do its thread's later steps: they run after. So
+            // does a step of the paused thread itself, and its process's
+            // exit: the paused ioctl holds the file, whose release runs
+            // only once the ioctl returns. Another thread of the paused
+            // process runs: the process's lock is dropped.
+            let thread = (step.pid, step.tid);
+            let own_exit = step.pid == outer.0 && step.command == Command::Exit;
+            if thread == outer
+                || own_exit
+                || waiting.contains(&thread)
                 || held.blocks(D::needs(&step.command))
             {
-                waiting.push(step.pid);
+                waiting.push(thread);
                 continue;
             }
             let o = driver.exec(step, &[outer], &mut idpool::driver::Sequential);
@@ -145,7 +161,7 @@ fn run_group<D: Side>(driver: &mut D, program: &CmdProgram, first: usize, end: u
     let steps = &program.program.steps;
     let mut group = Group {
         fail: FailFirst::at(program.plans[first].fail),
-        outer: steps[first].pid,
+        outer: (steps[first].pid, steps[first].tid),
         nested: (first + 1..end)
             .map(|i| {
                 let site = program.plans[i].window.expect("a nested step has a window");
@@ -245,6 +261,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     });
     let mut comparing = true;
     let mut known = Known(None);
+    let mut refused = compare::RefusedManagerCalls::default();
     let mut events = Events::default();
     let mut manager = Manager::None;
     let mut i = 0;
@@ -283,7 +300,14 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
             crashed(program, i, &c, &mut known)?;
             comparing = false;
         } else if c_alive && comparing {
-            comparing = compare_group(program, &ran_c, &ran_rust, &mut known, &mut events)?;
+            comparing = compare_group(
+                program,
+                &ran_c,
+                &ran_rust,
+                &mut known,
+                &mut refused,
+                &mut events,
+            )?;
         }
         if let Some((mc, mr)) = &mut oracles {
             let plan = program.plans[i];
@@ -405,7 +429,7 @@ fn observe(
     feedback::observe(
         AbstractState::new(TARGET)
             .with(version, 8)
-            .with(kind(&step.command).class(), 32)
+            .with(kind(&step.command).class(), 64)
             .with(ret, 4)
             .with(manager.class(), 3)
             .with(flag(stale_zero), 2)
@@ -492,17 +516,13 @@ fn count(
         if program.plans[*j].fail.is_some() {
             events.alloc_failed += 1;
         }
-        for br in o.reads.iter().flatten() {
-            match br {
-                Br::Transaction(objects) => {
+        for read in o.reads.iter().flatten() {
+            match &read.br {
+                Br::Transaction(objects) | Br::Call(objects) | Br::Reply(objects) => {
                     events.objects_translated += objects.len() as u32;
-                    let zero = Received::Handle {
-                        handle: 0,
-                        strong: true,
-                    };
                     if objects
                         .iter()
-                        .any(|o| matches!(o, Received::Handle { handle: 0, .. }) || *o == zero)
+                        .any(|o| matches!(o, Received::Handle { handle: 0, .. }))
                     {
                         events.handle_zero_received += 1;
                     }
@@ -559,9 +579,15 @@ fn compare_group(
     c: &Ran,
     rust: &Ran,
     known: &mut Known,
+    refused: &mut compare::RefusedManagerCalls,
     events: &mut Events,
 ) -> Checked<bool> {
     let (oc, or) = (&c.observed, &rust.observed);
+    for (j, c_obs) in oc {
+        if let Some((_, r_obs)) = or.iter().find(|(k, _)| k == j) {
+            refused.follow(&program.program.steps[*j], c_obs.ret, r_obs.ret);
+        }
+    }
     let state_diffs = || -> Vec<Diff> {
         c.states
             .iter()
@@ -604,6 +630,15 @@ fn compare_group(
         .map(|(i, d)| {
             compare::explain(&program.program.steps[*i], leader, d)
                 .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
+                .or_else(|| refused.explain(d))
+                .or_else(|| {
+                    // What the processes read and logged, and their states,
+                    // are the group's: any of its steps may explain them.
+                    let of_group = !matches!(d, Diff::Ret { .. } | Diff::Ee { .. });
+                    oc.iter().filter(|_| of_group).find_map(|(j, _)| {
+                        compare::explain(&program.program.steps[*j], program.plans[*j], d)
+                    })
+                })
                 .or_else(|| {
                     exited_in_window
                         .then(|| compare::released_by_stale_handles(d))
@@ -614,7 +649,34 @@ fn compare_group(
     // Within a group the steps interleave: once one difference is a finding
     // after which the states diverge, the group's other differences follow
     // from it.
-    let diverging = explained.iter().flatten().find(|r| r.diverges).copied();
+    let mut diverging = explained.iter().flatten().find(|r| r.diverges).copied();
+    // A refused BINDER_SET_CONTEXT_MGR(_EXT) that left a node only the
+    // Rust driver has (finding 0004): the states have diverged.
+    for (j, c_obs) in oc {
+        let r_obs = or.iter().find(|(k, _)| k == j).map(|(_, o)| o);
+        let (sc, sr) = (&c.states, &rust.states);
+        let states = sc.iter().zip(sr).find(|((k, _), _)| k == j);
+        if let (Some(r_obs), Some(((_, s_c), (_, s_r)))) = (r_obs, states) {
+            let step = &program.program.steps[*j];
+            if compare::refused_manager_node(step, c_obs.ret, r_obs.ret, s_c, s_r) {
+                let rule = compare::rule("failed-set-manager");
+                diverging = diverging.or(Some(rule));
+                let what = "the refused call left its node in Rust only".to_string();
+                go_on &= settle_difference(
+                    program,
+                    *j,
+                    &Diff::State {
+                        pid: step.pid.index(),
+                        what,
+                        refs: Box::default(),
+                    },
+                    rule,
+                    known,
+                    events,
+                );
+            }
+        }
+    }
     for ((i, diff), rule) in diffs.iter().zip(explained) {
         match rule.or(diverging) {
             Some(rule) => go_on &= settle_difference(program, *i, diff, rule, known, events),
@@ -644,7 +706,10 @@ fn ran_out_of_order(c: &Ran, rust: &Ran, same_states: bool, events: &mut Events)
     let any = !compare::reads_and_logs(oc.iter().map(|(_, o)| o), or.iter().map(|(_, o)| o))
         .is_empty()
         || !same_states
-        || oc.iter().zip(or).any(|((_, a), (_, b))| a.ret != b.ret);
+        || oc
+            .iter()
+            .zip(or)
+            .any(|((_, a), (_, b))| a.ret != b.ret || a.ee != b.ee);
     if any {
         events.drivers_differ += 1;
         crate::check::narrate(|| format!("{}: {what}", rule.name));
@@ -704,6 +769,13 @@ fn against_model<O: Oracle>(
     let flavour = Flavour::Driver(version);
     if expected.ret != actual.ret {
         let what = format!("ret: model {:?}, driver {:?}", expected.ret, actual.ret);
+        return Err(failure(program, i, Check::Outcome, flavour, what));
+    }
+    if expected.ee != actual.ee {
+        let what = format!(
+            "extended error: model {:?}, driver {:?}",
+            expected.ee, actual.ee
+        );
         return Err(failure(program, i, Check::Outcome, flavour, what));
     }
     if expected.reads != actual.reads {

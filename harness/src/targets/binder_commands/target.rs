@@ -10,7 +10,7 @@ use crate::trace::{ParseError, Trace, TraceBody};
 use crate::Events;
 use arbitrary::Unstructured;
 use core::fmt;
-use idpool::driver::{Command, Object, RefCmd, Step};
+use idpool::driver::{Arg, Command, NodeFlags, Object, Step, TxnFlags, Value, VOCABULARY};
 use idpool::{AllocSite, Version};
 use std::any::Any;
 
@@ -88,7 +88,8 @@ impl TraceBody for CmdProgram {
     }
 }
 
-/// A simpler step: no plan, fewer objects, smaller handles.
+/// A simpler step: no plan, fewer objects, no transaction flags, smaller
+/// handles.
 fn simpler((step, plan): &(Step, Plan)) -> Option<(Step, Plan)> {
     if plan.fail.is_some() {
         return Some((
@@ -101,8 +102,12 @@ fn simpler((step, plan): &(Step, Plan)) -> Option<(Step, Plan)> {
     }
     let mut s = step.clone();
     match &mut s.command {
-        Command::Send { objects, .. } if !objects.is_empty() => {
-            objects.pop();
+        Command::Send { payload, .. } | Command::Call { payload, .. } | Command::Reply(payload)
+            if !payload.objects.is_empty() || payload.flags != TxnFlags::default() =>
+        {
+            if payload.objects.pop().is_none() {
+                payload.flags = TxnFlags::default();
+            }
         }
         Command::Ref(_, h) | Command::NodeInfo(h) if *h > 0 => *h = smaller_handle(*h),
         _ => return None,
@@ -171,13 +176,11 @@ impl Target for CommandsTarget {
     }
     fn dictionary(&self) -> Option<String> {
         let mut out = String::new();
-        for kind in 0..16u8 {
-            crate::dict::entry(&mut out, &format!("command {kind}"), &[kind << 2]);
-            crate::dict::entry(
-                &mut out,
-                &format!("command {kind} planned"),
-                &[kind << 2 | 0xc0],
-            );
+        for row in VOCABULARY {
+            let slot = super::program::first_slot(row);
+            crate::dict::entry(&mut out, row.word, &[0, slot]);
+            crate::dict::entry(&mut out, &format!("{} planned", row.word), &[0xc0, slot]);
+            crate::dict::entry(&mut out, &format!("t1 {}", row.word), &[0x08, slot]);
         }
         for (what, byte) in [
             ("nodes 64", 0xfa),
@@ -231,21 +234,26 @@ fn header(p: &CmdProgram) -> Option<u8> {
 }
 
 fn handle_byte(h: u32) -> Option<u8> {
-    if h < 8 {
-        return Some(h as u8);
-    }
-    FAR_HANDLES
-        .iter()
-        .position(|&x| x == h)
-        .map(|i| 0xf0 | i as u8)
+    use super::program::{HANDLE_ANY, HANDLE_FAR, HANDLE_ONE};
+    Some(match h {
+        0 => 0,
+        1..=3 => HANDLE_ONE + (h as u8 - 1),
+        4..=7 => HANDLE_ANY + h as u8,
+        _ => HANDLE_FAR | FAR_HANDLES.iter().position(|&x| x == h)? as u8,
+    })
 }
 
 fn object_byte(o: &Object) -> Option<u8> {
+    let handle_value = |h: u32| -> Option<u8> {
+        match h {
+            0..=3 => Some(h as u8),
+            4..=7 => Some(super::program::OBJECT_ANY_HANDLE + h as u8),
+            _ => None,
+        }
+    };
     Some(match *o {
         Object::Node { ptr, strong } if ptr < 4 => (ptr as u8) << 2 | u8::from(!strong),
-        Object::Handle { handle, strong } if handle < 8 => {
-            (handle as u8) << 2 | 2 | u8::from(!strong)
-        }
+        Object::Handle { handle, strong } => handle_value(handle)? << 2 | 2 | u8::from(!strong),
         Object::Nodes { first: 16, count } => {
             let i = [32, 63, 64, 65].iter().position(|&c| c == count)? as u8;
             (60 + i) << 2 | 2
@@ -254,40 +262,81 @@ fn object_byte(o: &Object) -> Option<u8> {
     })
 }
 
-fn step_bytes(step: &Step, plan: Plan, out: &mut Vec<u8>) -> Option<()> {
-    let (kind, args): (u8, Vec<u8>) = match &step.command {
-        Command::SetManager => (0, vec![]),
-        Command::Ref(RefCmd::IncRefs, h) => (1, vec![handle_byte(*h)?]),
-        Command::Ref(RefCmd::Acquire, h) => (2, vec![handle_byte(*h)?]),
-        Command::Ref(RefCmd::Release, h) => (3, vec![handle_byte(*h)?]),
-        Command::Ref(RefCmd::DecRefs, h) => (4, vec![handle_byte(*h)?]),
-        Command::Send { to, objects } => {
-            if objects.len() > 3 {
+/// The bytes of one argument, the inverse of `program::argument`.
+fn argument_bytes(value: &Value, out: &mut Vec<u8>) -> Option<()> {
+    let small = |v: u64| (v < 4).then_some(v as u8);
+    match value {
+        Value::U32(h) => out.push(handle_byte(*h)?),
+        Value::U64(v) => out.push(small(*v)?),
+        Value::Proc(p) => out.push(p.0),
+        Value::Switch(on) => out.push(u8::from(*on)),
+        Value::NodeFlags(f) => {
+            let prio = f.0 & NodeFlags::PRIORITY_MASK;
+            let p = [0, 5, 19].iter().position(|&x| x == prio)?;
+            let prio_bits = [0, 2, 3][p] << 1;
+            let extra = f.0 & !(NodeFlags::PRIORITY_MASK | NodeFlags::ACCEPTS_FDS);
+            if extra != 0 {
                 return None;
             }
-            let mut args = vec![handle_byte(*to)?, objects.len() as u8];
-            for o in objects {
-                args.push(object_byte(o)?);
+            out.push(u8::from(f.0 & NodeFlags::ACCEPTS_FDS != 0) | prio_bits);
+        }
+        Value::Payload(p) => {
+            if p.objects.len() > 3 {
+                return None;
             }
-            (5, args)
+            let mut first = p.objects.len() as u8;
+            let mut left = p.flags.0;
+            for (i, flag) in [
+                TxnFlags::ACCEPT_FDS,
+                TxnFlags::CLEAR_BUF,
+                TxnFlags::UPDATE_TXN,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if left & flag != 0 {
+                    first |= 4 << i;
+                    left &= !flag;
+                }
+            }
+            if left != 0 {
+                return None;
+            }
+            out.push(first);
+            for o in &p.objects {
+                out.push(object_byte(o)?);
+            }
         }
-        Command::Free => (7, vec![]),
-        Command::RequestDeath { handle, cookie } if *cookie < 4 => {
-            (8, vec![handle_byte(*handle)?, *cookie as u8])
-        }
-        Command::ClearDeath { handle, cookie } if *cookie < 4 => {
-            (9, vec![handle_byte(*handle)?, *cookie as u8])
-        }
-        Command::NodeInfo(h) => (10, vec![handle_byte(*h)?]),
-        Command::Exit => (11, vec![]),
-        _ => return None,
-    };
+    }
+    Some(())
+}
+
+fn step_bytes(step: &Step, plan: Plan, out: &mut Vec<u8>) -> Option<()> {
+    let (word, values) = step.command.values();
+    let row = idpool::driver::command::row(word)?;
     let planned = plan != Plan::default();
     if plan.window.is_some() && plan.fail.is_some() {
         return None;
     }
-    let pid = step.pid.0;
-    out.push(pid | kind << 2 | if planned { 0xc0 } else { 0 });
+    let thread_bits = match step.tid.0 {
+        0 => 0,
+        1 => 2,
+        _ => 3,
+    };
+    // Arguments that decode by value: the counts, timeouts and handles
+    // share the handle byte's encoding only where it means the same.
+    let mut args = Vec::new();
+    for (arg, value) in row.args.iter().zip(&values) {
+        match (arg, value) {
+            (Arg::Count, Value::U32(n)) => args.push(u8::try_from(*n).ok().filter(|&n| n < 4)?),
+            (Arg::Millis, Value::U32(ms)) => {
+                args.push(super::program::TIMEOUTS.iter().position(|t| t == ms)? as u8)
+            }
+            _ => argument_bytes(value, &mut args)?,
+        }
+    }
+    out.push(step.pid.0 | thread_bits << 2 | if planned { 0xc0 } else { 0 });
+    out.push(super::program::first_slot(row));
     out.extend(args);
     if planned {
         let (site, window) = match (plan.window, plan.fail) {

@@ -13,16 +13,45 @@
 //!
 //! # What both models leave out
 //!
-//! - Buffer space: every transaction is small and one-way, so neither
-//!   driver's allocator runs out of space or flags one-way spam within any
-//!   program of realistic length (C's spam check starts below a tenth of
-//!   the 1 MiB mapping free, thousands of held buffers away).
-//! - Log lines no [`Log`](idpool::driver::Log) kind names: the Rust
-//!   driver's `pr_warn!` "Read failure" that every drain's last, empty
-//!   non-blocking read prints (`Thread::write_read`, thread.rs:1663), and
-//!   its "Write failure" when a write fails (thread.rs:1646, only
-//!   `BC_INCREFS`/`BC_ACQUIRE 0` from the manager here); C's `pr_info`
-//!   "ioctl ... returned" is not a default-mask line either.
+//! - Where a buffer lies, in one case: both models place buffers in the
+//!   1 MiB mapping as their drivers do (C the smallest free buffer that
+//!   fits, Rust the end or the first gap while it holds at most 8 ranges,
+//!   then the smallest gap), but among C's free buffers of one size the
+//!   driver takes whichever its rb-tree walk meets first
+//!   (`binder_alloc_new_buf_locked`, binder_alloc.c:536-549) and the model
+//!   the lowest; only `ENOSPC` after frees of equal-sized buffers can tell.
+//! - The read that finds nothing: each drain ends with a non-blocking read
+//!   (or a write of answers followed by one) that fails with `EAGAIN`,
+//!   which C logs ("ioctl ... returned -11", binder.c:6000) and Rust too
+//!   ("Read failure", thread.rs:1663); which reads come out empty depends
+//!   on which no-op work a driver queues, which the models do not follow,
+//!   and the harness leaves that line out of every comparison with a model.
+//! - Log lines no [`Log`](idpool::driver::Log) kind names (the VM's log
+//!   classifier knows them as lines of no kind): C's "send failed reply
+//!   for transaction" (binder.c:1714, 1745), "release ... transaction ...
+//!   still active" (5391), "cookie mismatch" of a node object
+//!   (2254) and of a `BC_*_DONE` (4249), "Unexpected reply error" (1733),
+//!   "RLIMIT_NICE not set" (696, euids without `CAP_SYS_NICE`); Rust's
+//!   "release transaction ... in, still active" (thread.rs:1161) and
+//!   "Could not remove freeze listener" (node.rs:697). C's "got reply
+//!   transaction with bad target transaction stack" (binder.c:3189), which
+//!   no program reaches (a caller's last transaction is the call being
+//!   answered), is counted as [`Log::ReplyBadStack`](idpool::driver::Log);
+//!   Rust's "BC_FREEZE_NOTIFICATION_DONE ... not pending" (freeze.rs:298)
+//!   as [`Log::FreezeDoneNotFound`](idpool::driver::Log).
+//! - The extended error's id: set (non-zero) whenever the command is not
+//!   `BR_OK`; Rust's debug ids start at 0 (`next_debug_id`,
+//!   rust_binder_main.rs:98), so the module's very first object, were it a
+//!   failed transaction, would leave id 0.
+//! - Waiting: nothing runs while `freeze` waits, so its timeout changes
+//!   nothing; it fails with `EAGAIN` exactly when transactions are pending.
+//! - States no program reaches: a transaction at the head of a thread's
+//!   work when it sends a call (C's "new transaction not allowed",
+//!   binder.c:3289, is modelled but every readable item is drained before
+//!   the next command), a reply target thread marked dead while still
+//!   linked, Rust's weak zero-to-one increment of a node queued for
+//!   another reason (an `assert!`, node.rs:97), descriptor or handle
+//!   tables of 64 references (see the files).
 
 use idpool::driver::{Observed, Snapshot, Step};
 use idpool::{AllocSite, Version};
@@ -110,7 +139,7 @@ pub(crate) fn lowest_free<V>(used: &BTreeMap<u32, V>, from: u32) -> u32 {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Oracle;
-    use idpool::driver::{Observed, Program, Snapshot, Step};
+    use idpool::driver::{ExtendedError, Observed, Program, Snapshot, Step};
     use idpool::{AllocSite, Version};
 
     /// Runs `text` on a new model of `version`: a `procs` line, then one
@@ -140,10 +169,15 @@ pub(crate) mod testing {
         (model, observed)
     }
 
-    /// One step's observation on one line: the return value, then what
-    /// each process read (`p1[...]`), then the log (`log[...]`).
+    /// One step's observation on one line: the return value, the extended
+    /// error when it is not `BR_OK` (`ee BR_FAILED_REPLY -22`), then what
+    /// each process read (`p1[...]`, `t1:` before a read of thread `t1`),
+    /// then the log (`log[...]`).
     pub(crate) fn describe(obs: &Observed) -> String {
         let mut line = obs.ret.map_or("-".to_string(), |r| r.to_string());
+        if let Some(ee) = obs.ee.filter(|ee| *ee != ExtendedError::NONE) {
+            line += &format!(" {ee}");
+        }
         for (p, reads) in obs.reads.iter().enumerate() {
             if !reads.is_empty() {
                 let reads: Vec<String> = reads.iter().map(ToString::to_string).collect();
