@@ -614,7 +614,7 @@ fn exited_thread_node_work(step: &Step, c: &[Read], rust: &[Read]) -> bool {
 /// Finding 0016: a `BINDER_FREEZE` that changes nothing: C's
 /// `binder_add_freeze_work` queues a `BR_FROZEN_BINDER` with the new
 /// state to every listener on the target's nodes, whatever it last told
-/// (binder.c:5665-5678); Rust's `FreezeMessage::do_work` drops a message
+/// (binder.c:5669-5674); Rust's `FreezeMessage::do_work` drops a message
 /// whose state is the one it last sent (`last_is_frozen`,
 /// freeze.rs:125-128). What C reads more is only those notifications,
 /// each with the state the command asked for.
