@@ -2783,3 +2783,38 @@ fn rust_v1_is_mainline_at_the_command_level() {
     );
     assert_eq!(v1.seen, mainline.seen, "the dead target's insert");
 }
+
+#[test]
+fn c_binder_request_freeze_notification_keeps_a_cookie_per_reference() {
+    // binder_request_freeze_notification, binder.c:3938-3988: the only
+    // checks are the handle (3950-3957) and a listener already on that
+    // reference (3959-3966); the cookie is stored in the reference's own
+    // binder_ref_freeze (3970), so two handles may carry the same cookie.
+    let run = c("procs 2
+                 p1 set-manager
+                 p0 send 0 weak-node 0 node 3
+                 p1 freeze-notify 1 3
+                 p1 freeze-notify 2 3");
+    let o = run.last();
+    assert_eq!(ret(o), "0", "a cookie another handle uses is accepted");
+    assert_eq!(reads(o, 1), ["frozen-binder 3 0"], "and notified at once");
+}
+
+#[test]
+fn rust_request_freeze_notif_refuses_a_cookie_of_another_node() {
+    // Process::request_freeze_notif, freeze.rs:180-273: the process's
+    // listeners are keyed by cookie (node_refs.freeze_listeners, 212);
+    // an existing listener with the cookie refuses a new one ("duplicate
+    // cookie", EINVAL, 214-219) unless allow_duplicate: the same node,
+    // already cleared (47-55, "To avoid issues with ambiguity").
+    let run = rust(
+        "procs 2
+         p1 set-manager
+         p0 send 0 weak-node 0 node 3
+         p1 freeze-notify 1 3
+         p1 freeze-notify 2 3",
+    );
+    let o = run.last();
+    assert_eq!(ret(o), "EINVAL", "a cookie another node's listener holds is refused");
+    assert_eq!(reads(o, 1), NONE, "and nothing is notified");
+}

@@ -295,7 +295,7 @@ fn print_drivers(
 ) -> bool {
     let mut new = false;
     let mut any = false;
-    let mut refused = compare::RefusedManagerCalls::default();
+    let mut aftermath = compare::Aftermath::default();
     for (i, (sc, sr)) in c.steps.iter().zip(&rust.steps).enumerate() {
         let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed).collect();
         diffs.extend(compare::reads_and_logs([&sc.observed], [&sr.observed]));
@@ -326,11 +326,11 @@ fn print_drivers(
         // after which the states diverge, the step's other differences
         // follow from it; so does every difference of a refused manager
         // call that left its node in Rust only.
-        refused.follow(&sc.step, sc.observed.ret, sr.observed.ret);
+        aftermath.follow(&sc.step, sc.observed.ret, sr.observed.ret);
         let rules: Vec<_> = kept
             .iter()
             .map(|d| {
-                compare::explain(&sc.step, Default::default(), d).or_else(|| refused.explain(d))
+                compare::explain(&sc.step, Default::default(), d).or_else(|| aftermath.explain(&sc.step, d))
             })
             .collect();
         let node_left = compare::refused_manager_node(

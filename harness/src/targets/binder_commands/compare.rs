@@ -146,6 +146,12 @@ pub static RULES: &[Rule] = &[
         diverges: true,
     },
     Rule {
+        name: "freeze-cookie",
+        title: "BC_REQUEST_FREEZE_NOTIFICATION with a cookie the process already gave a listener on another node: C accepts it (a cookie per reference), Rust refuses it with EINVAL (listeners keyed by cookie)",
+        kind: Kind::Intended("freeze.rs:47-55 allow_duplicate: \"To avoid issues with ambiguity, we allow this only if the new listener is for the same node\"; freeze.rs:214-219 returns EINVAL on a duplicate cookie; binder.c:3970 stores the cookie in the reference's own binder_ref_freeze"),
+        diverges: true,
+    },
+    Rule {
         name: "freeze-without-process",
         title: "BINDER_FREEZE on a pid with no Binder process: EINVAL in C, 0 in Rust",
         kind: Kind::Finding("0010-freeze-without-process"),
@@ -349,13 +355,11 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
             Some(rule("manager-handle"))
         }
         _ if plan.fail == Some(AllocSite::Grow) => Some(rule("grow-failure")),
-        Diff::Reads { pid, c, rust } => {
+        Diff::Reads { c, rust, .. } => {
             if manager_handle(c, rust) {
                 Some(rule("manager-handle"))
             } else if dead_node_freeze_notification(step, c, rust) {
                 Some(rule("freeze-notify-dead-node"))
-            } else if *pid == step.pid.index() && exited_thread_node_work(step, c, rust) {
-                Some(rule("thread-exit-node-work"))
             } else if freeze_notification_repeated(step, c, rust) {
                 Some(rule("freeze-notify-repeated"))
             } else if spam_reported_again(c, rust) {
@@ -471,43 +475,141 @@ fn manager_call_ptr(step: &Step) -> Option<u64> {
     }
 }
 
-/// The nodes, by owner and pointer, that a `BINDER_SET_CONTEXT_MGR(_EXT)`
-/// refused by both drivers named so far: finding 0004's. Rust's refused
-/// call took a strong reference on the node first, and taking it can
-/// park the node's work on the calling thread's deferred list
-/// (`Process::set_as_manager`, process.rs:746-771; C refuses before it
-/// touches a node, binder.c:5532-5550). From then on the node's `BR_INCREFS`,
-/// `BR_ACQUIRE`, `BR_RELEASE` and `BR_DECREFS` may come later than C's, or
-/// to the calling thread instead of the one C gives them to.
+/// What earlier steps left behind that explains a difference steps later:
+/// the known differences whose symptom can surface after their cause.
 #[derive(Clone, Debug, Default)]
-pub struct RefusedManagerCalls(Vec<NodeKey>);
+pub struct Aftermath {
+    /// Finding 0004: the nodes, by owner and pointer, that a
+    /// `BINDER_SET_CONTEXT_MGR(_EXT)` refused by both drivers named. Rust's
+    /// refused call took a strong reference on the node first, and taking
+    /// it can park the node's work on the calling thread's deferred list
+    /// (`Process::set_as_manager`, process.rs:746-771; C refuses before it
+    /// touches a node, binder.c:5532-5550). From then on the node's
+    /// `BR_INCREFS`, `BR_ACQUIRE`, `BR_RELEASE` and `BR_DECREFS` may come
+    /// later than C's, or to the calling thread instead of the one C gives
+    /// them to.
+    refused: Vec<NodeKey>,
+    /// The nodes, by owner and pointer, each process sent in a transaction.
+    sent: Vec<NodeKey>,
+    /// Finding 0017: the processes a thread of which left
+    /// (`BINDER_THREAD_EXIT`) after the process sent a node. A node's first
+    /// `BR_INCREFS`/`BR_ACQUIRE` waits on the sending thread's list; on
+    /// the thread's exit C's `binder_release_work` drops it (`case
+    /// BINDER_WORK_NODE: break;`, binder.c:5243-5244) and Rust's
+    /// `Node::cancel` moves it to the process (node.rs:741-756, "we should
+    /// move ourselves to ensure the refcount update is still delivered"),
+    /// where any thread reads it then or later.
+    exited: Vec<Pid>,
+    /// The freeze-notification cookies, by process, that Rust accepted:
+    /// Rust keys a process's listeners by cookie and refuses the cookie
+    /// for another node (`freeze-cookie`).
+    freeze_cookies: Vec<(Pid, u64)>,
+}
 
-impl RefusedManagerCalls {
-    /// Notes `step` if it is a manager call both drivers refused.
+impl Aftermath {
+    /// Notes what `step`, with its return values, leaves for later.
     pub fn follow(&mut self, step: &Step, c: Option<Ret>, rust: Option<Ret>) {
         let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
         if let Some(ptr) = manager_call_ptr(step) {
-            if refused(c) && refused(rust) && !self.0.contains(&(step.pid, ptr)) {
-                self.0.push((step.pid, ptr));
+            if refused(c) && refused(rust) && !self.refused.contains(&(step.pid, ptr)) {
+                self.refused.push((step.pid, ptr));
             }
+        }
+        match &step.command {
+            Command::Send { payload, .. }
+            | Command::Call { payload, .. }
+            | Command::Reply(payload) => {
+                for object in payload.objects.iter().flat_map(|o| o.expand()) {
+                    if let idpool::driver::Object::Node { ptr, .. } = object {
+                        if !self.sent.contains(&(step.pid, ptr)) {
+                            self.sent.push((step.pid, ptr));
+                        }
+                    }
+                }
+            }
+            Command::ThreadExit if self.sent.iter().any(|&(pid, _)| pid == step.pid) => {
+                self.exited.push(step.pid);
+            }
+            Command::RequestFreeze { cookie, .. } if rust == Some(Ret::Ok) => {
+                self.freeze_cookies.push((step.pid, *cookie));
+            }
+            _ => {}
+        }
+    }
+
+    /// The rule a difference at `step` follows from, if an earlier step
+    /// explains it.
+    pub fn explain(&self, step: &Step, diff: &Diff) -> Option<&'static Rule> {
+        match diff {
+            Diff::Ret { c, rust } => self.freeze_cookie_taken(step, *c, *rust),
+            Diff::Reads { pid, c, rust } => {
+                let pid = Pid(*pid as u8);
+                if self.refused_nodes_only(pid, c, rust) {
+                    Some(rule("failed-set-manager"))
+                } else if self.moved_node_work(pid, c, rust) {
+                    Some(rule("thread-exit-node-work"))
+                } else {
+                    None
+                }
+            }
+            _ => None,
         }
     }
 
     /// Finding 0004's symptom: what one process read differs only by the
     /// work of nodes a refused manager call of its own named.
-    pub fn explain(&self, diff: &Diff) -> Option<&'static Rule> {
-        let Diff::Reads { pid, c, rust } = diff else {
+    fn refused_nodes_only(&self, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
+        let named = |r: &Read| match r.br {
+            Br::IncRefs(p) | Br::Acquire(p) | Br::Release(p) | Br::DecRefs(p) => {
+                self.refused.contains(&(pid, p))
+            }
+            _ => false,
+        };
+        c.iter().chain(rust).all(named)
+    }
+
+    /// Finding 0017's symptom, at the exit or later: Rust reads what C
+    /// reads and more, the more being only the first `BR_INCREFS` and
+    /// `BR_ACQUIRE` of nodes the process sent (and the `BR_SPAWN_LOOPER`
+    /// reading that work may ask for), in a process a thread of which
+    /// exited.
+    fn moved_node_work(&self, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
+        if !self.exited.contains(&pid) {
+            return false;
+        }
+        let mut c = c.iter().peekable();
+        let mut moved = 0;
+        for r in rust {
+            if c.peek() == Some(&r) {
+                c.next();
+                continue;
+            }
+            match r.br {
+                Br::IncRefs(p) | Br::Acquire(p) if self.sent.contains(&(pid, p)) => moved += 1,
+                Br::SpawnLooper => {}
+                _ => return false,
+            }
+        }
+        c.next().is_none() && moved > 0
+    }
+
+    /// `BC_REQUEST_FREEZE_NOTIFICATION` with a cookie the process already
+    /// gave a listener: C keeps a cookie per reference and accepts it
+    /// (binder.c:3959-3970), Rust keys the process's listeners by cookie and
+    /// refuses it with `EINVAL` for another node (freeze.rs:212-219).
+    fn freeze_cookie_taken(
+        &self,
+        step: &Step,
+        c: Option<Ret>,
+        rust: Option<Ret>,
+    ) -> Option<&'static Rule> {
+        let Command::RequestFreeze { cookie, .. } = step.command else {
             return None;
         };
-        let named = |r: &Read| {
-            let ptr = match r.br {
-                Br::IncRefs(p) | Br::Acquire(p) | Br::Release(p) | Br::DecRefs(p) => p,
-                _ => return false,
-            };
-            self.0.contains(&(Pid(*pid as u8), ptr))
-        };
-        let only_named = c.iter().chain(rust).all(named);
-        only_named.then(|| rule("failed-set-manager"))
+        (c == Some(Ret::Ok)
+            && rust == Some(Ret::Err(Errno::Inval))
+            && self.freeze_cookies.contains(&(step.pid, cookie)))
+        .then(|| rule("freeze-cookie"))
     }
 }
 
@@ -579,7 +681,7 @@ fn rust_lists_more(c: Option<Ret>, rust: Option<Ret>) -> bool {
 /// Finding 0013: a freeze notification asked for on a node whose owner
 /// died: Rust's first message reads the dead owner as not frozen
 /// (`FreezeMessage::do_work`, freeze.rs:123-139); C queues no work
-/// without `node->proc` (binder.c:4010-4020).
+/// without `node->proc` (binder.c:3974-3983).
 fn dead_node_freeze_notification(step: &Step, c: &[Read], rust: &[Read]) -> bool {
     let Command::RequestFreeze { cookie, .. } = step.command else {
         return false;
@@ -592,23 +694,6 @@ fn dead_node_freeze_notification(step: &Step, c: &[Read], rust: &[Read]) -> bool
     };
     let brs = brs(rust);
     c.is_empty() && (brs == [notification.clone()] || brs == [notification, Br::SpawnLooper])
-}
-
-/// Finding 0017: `BINDER_THREAD_EXIT` from a thread whose work list holds
-/// a node's reference-count update it has not read yet (the first
-/// `BR_INCREFS`/`BR_ACQUIRE` of a node it sent, deferred until it reads its
-/// own work): C's `binder_release_work` drops it (`case
-/// BINDER_WORK_NODE: break;`, binder.c:5243-5244), Rust's
-/// `DTRWrap<Node>::cancel` moves it to the process, which reads it
-/// (node.rs:750-754, with the comment saying so). What Rust reads more is
-/// only that node work.
-fn exited_thread_node_work(step: &Step, c: &[Read], rust: &[Read]) -> bool {
-    step.command == Command::ThreadExit
-        && c.is_empty()
-        && !rust.is_empty()
-        && rust
-            .iter()
-            .all(|r| r.tid != step.tid && matches!(r.br, Br::IncRefs(_) | Br::Acquire(_)))
 }
 
 /// Finding 0016: a `BINDER_FREEZE` that changes nothing: C's

@@ -261,7 +261,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     });
     let mut comparing = true;
     let mut known = Known(None);
-    let mut refused = compare::RefusedManagerCalls::default();
+    let mut aftermath = compare::Aftermath::default();
     let mut events = Events::default();
     let mut manager = Manager::None;
     let mut i = 0;
@@ -305,7 +305,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
                 &ran_c,
                 &ran_rust,
                 &mut known,
-                &mut refused,
+                &mut aftermath,
                 &mut events,
             )?;
         }
@@ -579,13 +579,13 @@ fn compare_group(
     c: &Ran,
     rust: &Ran,
     known: &mut Known,
-    refused: &mut compare::RefusedManagerCalls,
+    aftermath: &mut compare::Aftermath,
     events: &mut Events,
 ) -> Checked<bool> {
     let (oc, or) = (&c.observed, &rust.observed);
     for (j, c_obs) in oc {
         if let Some((_, r_obs)) = or.iter().find(|(k, _)| k == j) {
-            refused.follow(&program.program.steps[*j], c_obs.ret, r_obs.ret);
+            aftermath.follow(&program.program.steps[*j], c_obs.ret, r_obs.ret);
         }
     }
     let state_diffs = || -> Vec<Diff> {
@@ -630,7 +630,7 @@ fn compare_group(
         .map(|(i, d)| {
             compare::explain(&program.program.steps[*i], leader, d)
                 .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
-                .or_else(|| refused.explain(d))
+                .or_else(|| aftermath.explain(&program.program.steps[*i], d))
                 .or_else(|| {
                     // What the processes read and logged, and their states,
                     // are the group's: any of its steps may explain them.
