@@ -31,7 +31,8 @@ pub fn count(target: &str, dirs: &[PathBuf]) -> Result<(Map, usize), String> {
     let mut counted = Map::default();
     let mut failing = 0;
     for path in &files {
-        let data = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let data =
+            std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         let (result, cells) = if input::is_trace(&data) {
             let trace = input::load_any(path, Some(target))?;
             map::record(|| run::run(&trace))
@@ -136,7 +137,7 @@ pub fn command(target: &str, dirs: &[PathBuf], json: bool) -> Result<ExitCode, S
 
 fn print_tables(m: &MapJson) {
     println!(
-        "{}: {} inputs ({} failing), {} cells: {} reached, {} never reached, {} unreachable by construction",
+        "{}: {} inputs ({} end in a failure or a known difference), {} cells: {} reached, {} never reached, {} unreachable by construction",
         m.target,
         m.inputs,
         m.failing,
@@ -146,7 +147,9 @@ fn print_tables(m: &MapJson) {
         m.unreachable.len()
     );
     if !m.reached_unreachable.is_empty() {
-        println!("\nreached, although the table says no program reaches them (the table is wrong):\n");
+        println!(
+            "\nreached, although the table says no program reaches them (the table is wrong):\n"
+        );
         println!("| command | cell | inputs |\n| --- | --- | ---: |");
         for r in &m.reached_unreachable {
             println!("| {} | {} | {} |", r.command, r.cell, r.inputs);

@@ -290,15 +290,13 @@ pub struct Unreachable {
 
 /// Every cell no program can reach, by rule; the first rule that matches
 /// gives the reason.
-pub static UNREACHABLE: &[Unreachable] = &[
-    Unreachable {
-        cells: |c| {
-            matches!(c.part, Part::Object { kind, owner, .. }
+pub static UNREACHABLE: &[Unreachable] = &[Unreachable {
+    cells: |c| {
+        matches!(c.part, Part::Object { kind, owner, .. }
                 if !kind.is_handle() && owner != Owner::Sender)
-        },
-        why: "a node object (`node`, `weak-node`, `nodes`) is always one of the sender's own nodes",
     },
-];
+    why: "a node object (`node`, `weak-node`, `nodes`) is always one of the sender's own nodes",
+}];
 
 fn shape(word: &str) -> Shape {
     SHAPES
@@ -347,12 +345,19 @@ pub fn cells_of(command: &'static str) -> Vec<Cell> {
         }
         // `pN` always names a process of the program; the context has one
         // manager, which no other process is a third to.
-        Shape::Proc => parts.extend([Rel::Own, Rel::Manager, Rel::Third, Rel::Dead].map(Part::Proc)),
-        Shape::Manager => parts.extend([Rel::None, Rel::Own, Rel::Manager, Rel::Dead].map(Part::Manager)),
+        Shape::Proc => {
+            parts.extend([Rel::Own, Rel::Manager, Rel::Third, Rel::Dead].map(Part::Proc))
+        }
+        Shape::Manager => {
+            parts.extend([Rel::None, Rel::Own, Rel::Manager, Rel::Dead].map(Part::Manager))
+        }
         Shape::Buffer => parts.extend([Part::Buffer(true), Part::Buffer(false)]),
     }
     parts.push(Part::Exited);
-    parts.into_iter().map(|part| Cell { command, part }).collect()
+    parts
+        .into_iter()
+        .map(|part| Cell { command, part })
+        .collect()
 }
 
 /// Every cell of the language, command by command in [`VOCABULARY`]'s
@@ -363,10 +368,7 @@ pub fn all_cells() -> Vec<Cell> {
 
 /// Why no program reaches `cell`, if none does.
 pub fn unreachable(cell: &Cell) -> Option<&'static str> {
-    UNREACHABLE
-        .iter()
-        .find(|u| (u.cells)(cell))
-        .map(|u| u.why)
+    UNREACHABLE.iter().find(|u| (u.cells)(cell)).map(|u| u.why)
 }
 
 // ---- recording ----------------------------------------------------------------
@@ -546,7 +548,9 @@ impl Follow {
                 cells.push(cell(Part::Proc(self.rel(state, sender, *p))));
             }
             Command::SetManager | Command::SetManagerExt { .. } | Command::Exit => {
-                let rel = self.manager.map_or(Rel::None, |m| self.rel(state, sender, m));
+                let rel = self
+                    .manager
+                    .map_or(Rel::None, |m| self.rel(state, sender, m));
                 cells.push(cell(Part::Manager(rel)));
             }
             Command::Free => {
@@ -578,8 +582,7 @@ impl Follow {
         // The calls read while draining: from the step's sender when it
         // is a call that reached them, else from a caller the map cannot
         // tell.
-        let caller = matches!(step.command, Command::Call { .. })
-            && Self::alive(before, step.pid);
+        let caller = matches!(step.command, Command::Call { .. }) && Self::alive(before, step.pid);
         for (pid, reads) in o.reads.iter().enumerate() {
             for read in reads {
                 if matches!(read.br, Br::Call(_)) {
@@ -615,7 +618,13 @@ impl Map {
     pub fn rows(&self) -> Vec<(Cell, usize, Option<&'static str>)> {
         all_cells()
             .into_iter()
-            .map(|c| (c, self.reached.get(&c).copied().unwrap_or(0), unreachable(&c)))
+            .map(|c| {
+                (
+                    c,
+                    self.reached.get(&c).copied().unwrap_or(0),
+                    unreachable(&c),
+                )
+            })
             .collect()
     }
 }
@@ -628,7 +637,10 @@ mod tests {
     fn shapes_follow_the_vocabulary() {
         let words: Vec<&str> = VOCABULARY.iter().map(|r| r.word).collect();
         let shaped: Vec<&str> = SHAPES.iter().map(|(w, _)| *w).collect();
-        assert_eq!(shaped, words, "map::SHAPES: expected one row per VOCABULARY row, in order");
+        assert_eq!(
+            shaped, words,
+            "map::SHAPES: expected one row per VOCABULARY row, in order"
+        );
     }
 
     #[test]
