@@ -115,12 +115,17 @@ fn a_program_without_steps_reaches_no_cell() {
 }
 
 #[test]
-fn a_run_outside_a_recorder_records_nothing() {
+fn the_recorder_runs_only_inside_record() {
     assert!(!map::recording(), "outside record(): expected no recorder");
-    let (_, cells) = map::record(|| map::recording());
+    let (inside, cells) = map::record(map::recording);
+    assert!(inside, "inside record(): expected a recorder, found none");
     assert!(
         cells.is_empty(),
-        "an empty closure: expected no cell, got {cells:?}"
+        "no step run: expected no cell, got {cells:?}"
+    );
+    assert!(
+        !map::recording(),
+        "after record(): expected the recorder gone"
     );
 }
 
