@@ -51,7 +51,9 @@
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
 # recorder, in the order it was written), DIR/coverage.svg and
-# DIR/states.svg, their growth over time. The report is also the run's
+# DIR/states.svg, their growth over time, and the command-space map of
+# binder_commands before and after the run (`triage map`: cells reached,
+# newly reached and never reached). The report is also the run's
 # result page, docs/results/<date>-campaign.md (the plots beside it; the
 # coverage HTML stays in DIR, named by the page, not linked).
 #
@@ -243,6 +245,30 @@ status() {
     done
 }
 
+# The command-space map of binder_commands before and after the run, from
+# DIR/map-before.json and DIR/map-after.json (`triage map --json`).
+map_section() {
+    local w newly
+    echo
+    echo "## Command-space map of binder_commands"
+    echo
+    echo "\`triage map\` of the corpus and pool before the run, and with the run's new inputs (\`docs/design.md\`, The command-space map)."
+    echo
+    echo "| | inputs | cells reached | never reached | unreachable by construction | reached although unreachable |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+    for w in before after; do
+        jq -r --arg w "$w" '"| \($w) | \(.inputs) | \(.reached | length) | \(.never | length) | \(.unreachable | length) | \(.reached_unreachable | length) |"' "$out/map-$w.json"
+    done
+    newly=$(jq -rn --slurpfile b "$out/map-before.json" --slurpfile a "$out/map-after.json" \
+        '($b[0].reached | map(.command + " " + .cell)) as $old
+         | [$a[0].reached[] | (.command + " " + .cell) | select(. as $c | $old | index($c) | not) | "`\(.)`"]
+         | join(", ")')
+    echo
+    echo "Newly reached: ${newly:-none}."
+    echo
+    echo "Never reached after the run: $(jq -r '[.never[] | "`\(.command) \(.cell)`"] | join(", ")' "$out/map-after.json")."
+}
+
 # The report, DIR/report.md: rewritten while the targets run (what their
 # logs say so far) and once more at the end, with states, merge and crashes.
 declare -A before after
@@ -293,6 +319,9 @@ write_report() {
             cat "$out/crashes.md"
         else
             echo "$crashes_now crash(es) so far in $(basename "$out")/crashes/, not triaged yet."
+        fi
+        if [ -s "$out/map-before.json" ] && [ -s "$out/map-after.json" ]; then
+            map_section
         fi
         if [ "$coverage" -eq 1 ] && [ "${1:-}" = final ]; then
             echo
@@ -363,6 +392,24 @@ for t in "${list[@]}"; do
     "$triage" states --json --target "$t" --since "$(cat "$out/$t.start")" \
         "${dirs[@]}" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
 done
+
+# The command-space map of binder_commands (triage map, harness/src/targets/
+# binder_commands/map.rs): the cells of the command language its corpus and
+# pool reached before the run, and with the run's new inputs.
+if [[ " ${list[*]} " == *" binder_commands "* ]]; then
+    step "mapping binder_commands' command space (triage map)"
+    t=binder_commands
+    dirs=("$ROOT/corpus/$t")
+    [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
+    new=()
+    [ ! -d "$out/new/$t" ] || new=("$out/new/$t")
+    for w in before after; do
+        extra=()
+        [ "$w" = before ] || extra=("${new[@]}")
+        "$triage" map --json "${dirs[@]}" "${extra[@]}" > "$out/map-$w.json" 2>> "$out/map.log" ||
+            { echo "triage map failed for the corpus $w the run (see $out/map.log)" >&2; rm -f "$out/map-$w.json"; }
+    done
+fi
 
 step "merging new inputs into fuzz/pool/ (edges and states) and corpus/ (edges, capped)"
 for t in "${list[@]}"; do

@@ -34,10 +34,7 @@ pub fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
     if data.is_empty() {
         return Err(format!("{shown}: empty input, nothing to replay"));
     }
-    let magic_line = format!("\n{MAGIC} ");
-    let commented_trace =
-        data.starts_with(b"#") && std::str::from_utf8(&data).is_ok_and(|t| t.contains(&magic_line));
-    if data.starts_with(MAGIC.as_bytes()) || commented_trace {
+    if is_trace(&data) {
         let text =
             std::str::from_utf8(&data).map_err(|_| format!("{shown}: a trace, but not UTF-8"))?;
         let trace = targets::parse_trace(text).map_err(|e| format!("{shown}: {e}"))?;
@@ -69,6 +66,15 @@ pub fn load_any(path: &Path, target: Option<&str>) -> Result<Trace, String> {
         ));
     }
     Ok(trace)
+}
+
+/// Whether `data` is a trace (perhaps after comment lines) rather than
+/// raw fuzzer bytes.
+pub fn is_trace(data: &[u8]) -> bool {
+    let magic_line = format!("\n{MAGIC} ");
+    let commented_trace =
+        data.starts_with(b"#") && std::str::from_utf8(data).is_ok_and(|t| t.contains(&magic_line));
+    data.starts_with(MAGIC.as_bytes()) || commented_trace
 }
 
 /// `name` if it is a target.

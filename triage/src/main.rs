@@ -12,6 +12,7 @@
 //! triage sample --target T --seconds S    distinct abstract states random inputs reach, over time
 //!   [--explore]                           (or inputs that go on from a state's first input)
 //! triage plot NAME=LOG... -o cov.svg      coverage over time from libFuzzer logs
+//! triage map [--target T] <dir>...        the cells of the command space a corpus reaches
 //! ```
 //!
 //! `--json` (any command but `report` and `plot`) prints one JSON value
@@ -21,6 +22,7 @@
 
 mod groups;
 mod input;
+mod map;
 mod minimize;
 mod plot;
 mod real;
@@ -176,6 +178,15 @@ enum Command {
         #[arg(long)]
         explore: bool,
     },
+    /// Map a corpus over the command space: each cell reached with how many inputs, the cells never reached, and those no program reaches (with why); exit 1 when an input reaches one of those.
+    Map {
+        /// The target the inputs are for (binder_commands has a map).
+        #[arg(long, default_value = "binder_commands")]
+        target: String,
+        /// Corpus directories (searched recursively).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
     /// Summarise a findings directory as Markdown: groups, sizes, minimised lengths.
     Report {
         /// A findings directory (searched recursively).
@@ -243,6 +254,7 @@ fn main() -> ExitCode {
             dirs,
             since,
         } => states::command(&target, &dirs, since, json),
+        Command::Map { target, dirs } => map::command(&target, &dirs, json),
         Command::Sample {
             target,
             seconds,

@@ -466,3 +466,118 @@ fn json_is_one_line_of_what_the_scripts_read() {
         "both traces, one group: {out}"
     );
 }
+
+// `triage map`: the cells of the command space a corpus reaches.
+
+/// A program whose steps reach 13 cells (harness/tests/command_map.rs
+/// lists them).
+const MAPPED: &str = "idpool-trace v1\ntarget binder_commands\nprocs 3\np1 set-manager\n\
+                      p0 acquire 0\np0 call 0 node 1 handle 0\np1 reply handle 1\np2 send 0\n\
+                      p2 exit\np0 free\np2 free\np0 frozen-info p1\n";
+
+/// The number after `"name":` in a one-line JSON value.
+fn json_number(out: &str, name: &str) -> usize {
+    let at = out
+        .find(&format!("\"{name}\":"))
+        .unwrap_or_else(|| panic!("`{name}` in {out}"))
+        + name.len()
+        + 3;
+    out[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("`{name}`: expected a number in {out}"))
+}
+
+/// The length of the array after `"name":` (its objects counted by their
+/// `"command"` fields).
+fn json_len(out: &str, name: &str) -> usize {
+    let at = out
+        .find(&format!("\"{name}\":["))
+        .unwrap_or_else(|| panic!("`{name}` in {out}"));
+    let rest = &out[at + name.len() + 3..];
+    let end = rest.find(']').expect("the array ends");
+    rest[..end].matches("\"command\"").count()
+}
+
+#[test]
+fn map_counts_the_cells_each_input_reaches() {
+    let tmp = scratch("map");
+    let dir = tmp.path();
+    let (code, out, err) = triage(&["map", "--json", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "an empty corpus: {err}");
+    assert_eq!(json_number(&out, "inputs"), 0, "{out}");
+    assert_eq!(
+        json_len(&out, "reached"),
+        0,
+        "an empty corpus reaches no cell: {out}"
+    );
+    let cells = json_number(&out, "cells");
+    let unreachable = json_len(&out, "unreachable");
+    assert_eq!(json_len(&out, "never"), cells - unreachable, "{out}");
+
+    std::fs::write(dir.join("a.trace"), MAPPED).unwrap();
+    std::fs::write(dir.join("b.trace"), MAPPED).unwrap();
+    // A raw input: the header byte alone, a program without steps.
+    std::fs::write(dir.join("c"), b"\x00").unwrap();
+    let (code, out, err) = triage(&["map", "--json", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_number(&out, "inputs"), 3, "{out}");
+    assert_eq!(json_len(&out, "reached"), 13, "{out}");
+    assert_eq!(json_len(&out, "never"), cells - unreachable - 13, "{out}");
+    assert!(
+        out.contains(r#"{"command":"reply","cell":"carries handle J>0 receiver's","inputs":2}"#),
+        "both traces send p0's node back to it in a reply: {out}"
+    );
+
+    let (code, table, err) = triage(&["map", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let first = table.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("3 inputs") && first.contains("13 reached"),
+        "the summary line: {first}"
+    );
+    assert!(table.contains("| reply | caller third | 2 |"), "{table}");
+    assert!(table.contains("unreachable by construction"), "{table}");
+}
+
+#[test]
+fn map_bad_input_gets_one_line_and_exit_2() {
+    let tmp = scratch("map-bad");
+    let dir = tmp.path();
+    let bad = dir.join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(
+        bad.join("x.trace"),
+        "idpool-trace v1\ntarget binder_commands\np9 exit\n",
+    )
+    .unwrap();
+    let missing = dir.join("missing");
+    let file = bad.join("x.trace");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["map", missing.to_str().unwrap()], "no such directory"),
+        (
+            vec!["map", file.to_str().unwrap()],
+            "is a file, expected a directory",
+        ),
+        (vec!["map", bad.to_str().unwrap()], "x.trace"),
+        (
+            vec!["map", "--target", "pool_ops", "."],
+            "no command-space map for pool_ops",
+        ),
+        (
+            vec!["map", "--target", "nope", "."],
+            "unknown target 'nope'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, _, err) = triage(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: {err:?} lacks {expected:?}"
+        );
+    }
+}

@@ -8,10 +8,13 @@
 //!   allocation, every check;
 //! - [`compare`]: the drivers against each other, and every known
 //!   difference between them;
+//! - [`map`]: the command-space map (the cells of the language a run
+//!   reaches, for `triage map`);
 //! - [`oracle`]: the naive models;
 //! - [`target`]: the registry entry's trait, the trace and the minimiser.
 
 pub mod compare;
+pub mod map;
 pub mod oracle;
 pub mod program;
 pub mod run;

@@ -264,6 +264,8 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     let mut aftermath = compare::Aftermath::default();
     let mut events = Events::default();
     let mut manager = Manager::None;
+    // The command-space map, only when a recorder runs (`triage map`).
+    let mut map = super::map::recording().then(super::map::Follow::default);
     let mut i = 0;
     while i < p.steps.len() {
         let end = (i + 1..p.steps.len())
@@ -276,6 +278,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
             events.interleaved += 1;
         }
         crate::check::begin_step(TARGET, i, &StepOp(&p.steps[i]), 0);
+        let before = map.as_ref().map(|_| rust.snapshot());
         let c_alive = !c.crashed();
         let ran_c = if c_alive {
             run_group(&mut c, program, i, end)
@@ -286,6 +289,9 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
             }
         };
         let ran_rust = run_group(&mut rust, program, i, end);
+        if let (Some(map), Some(before)) = (&mut map, &before) {
+            map.group(&p.steps, before, &ran_rust.observed);
+        }
         let (oc, or) = (&ran_c.observed, &ran_rust.observed);
         narrate_group(program, oc, or);
         let (sc, sr) = (c.snapshot(), rust.snapshot());
