@@ -2815,6 +2815,10 @@ fn rust_request_freeze_notif_refuses_a_cookie_of_another_node() {
          p1 freeze-notify 2 3",
     );
     let o = run.last();
-    assert_eq!(ret(o), "EINVAL", "a cookie another node's listener holds is refused");
+    assert_eq!(
+        ret(o),
+        "EINVAL",
+        "a cookie another node's listener holds is refused"
+    );
     assert_eq!(reads(o, 1), NONE, "and nothing is notified");
 }

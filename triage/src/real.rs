@@ -330,7 +330,8 @@ fn print_drivers(
         let rules: Vec<_> = kept
             .iter()
             .map(|d| {
-                compare::explain(&sc.step, Default::default(), d).or_else(|| aftermath.explain(&sc.step, d))
+                compare::explain(&sc.step, Default::default(), d)
+                    .or_else(|| aftermath.explain(&sc.step, d))
             })
             .collect();
         let node_left = compare::refused_manager_node(

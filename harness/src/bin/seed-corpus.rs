@@ -1,6 +1,9 @@
 //! Writes one target's seed corpus: the pseudo-random inputs (see
-//! `idpool_harness::seeds`) whose event shape no earlier input had, after
-//! the target's hand-written ones (`Target::crafted`).
+//! `idpool_harness::seeds`) whose event shape no earlier input had, or
+//! that reach a cell of the command-space map no earlier input reached
+//! (`binder_commands`), after the target's hand-written ones
+//! (`Target::crafted`). The inputs already in the corpus count as earlier
+//! inputs: a run adds only what they lack.
 //!
 //! ```text
 //! cargo run -p idpool-harness --bin seed-corpus -- <target> [--corpus DIR] [--inputs N]
@@ -10,7 +13,8 @@
 //! else. Files are named by a hash of their content, so running it twice
 //! adds nothing; existing files are never overwritten.
 
-use idpool_harness::{check, seeds, targets, Target};
+use idpool_harness::targets::binder_commands::map;
+use idpool_harness::{check, history, seeds, targets, Events, Target};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,23 +62,52 @@ fn parse_args() -> Result<(&'static dyn Target, PathBuf, u64), String> {
 fn seed(target: &dyn Target, out: &Path, inputs: u64) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut shapes = BTreeSet::new();
+    let mut cells = BTreeSet::new();
     let mut written = 0;
+    // What the corpus already reaches.
+    let entries =
+        std::fs::read_dir(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", out.display()))?
+            .path();
+        let data =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let (ran, reached) = map::record(|| check::catching(|| target.run(&data)));
+        match ran {
+            Ok(events) => {
+                shapes.insert(seeds::shape(&events));
+            }
+            Err(failure) if !history::quiet(&failure) => continue,
+            Err(_) => {}
+        }
+        cells.extend(reached);
+    }
+    let (shapes_before, cells_before) = (shapes.len(), cells.len());
     let crafted = target.crafted();
     let pseudo_random = (0..inputs).map(seeds::input);
     // The hand-written inputs first: each is kept for its shape.
     for (i, data) in crafted.into_iter().chain(pseudo_random).enumerate() {
         // A seed must pass: one that fails is a finding, not a seed.
-        let events = match check::catching(|| target.run(&data)) {
+        let (ran, reached) = map::record(|| check::catching(|| target.run(&data)));
+        let events = match ran {
             Ok(events) => events,
+            // A known upstream difference ends a fuzzing run quietly
+            // (history::settle): such an input is a seed like any other,
+            // kept for the cells it reached on the way.
+            Err(failure) if history::quiet(&failure) => Events::default(),
             Err(failure) => {
                 let first = failure.message.lines().next().unwrap_or_default();
                 println!("{}: seed {i} fails, not written: {first}", target.name());
                 continue;
             }
         };
-        if !shapes.insert(seeds::shape(&events)) {
+        let new_shape = shapes.insert(seeds::shape(&events));
+        let new_cells = reached.difference(&cells).count();
+        if !new_shape && new_cells == 0 {
             continue;
         }
+        cells.extend(reached);
         let path = out.join(format!("seed-{:016x}", fnv1a(&data)));
         if path.exists() {
             continue;
@@ -84,9 +117,10 @@ fn seed(target: &dyn Target, out: &Path, inputs: u64) -> Result<(), String> {
         written += 1;
     }
     println!(
-        "{}: {} shapes, {written} new files in {}",
+        "{}: {} shapes ({shapes_before} before), {} map cells ({cells_before} before), {written} new files in {}",
         target.name(),
         shapes.len(),
+        cells.len(),
         out.display()
     );
     Ok(())
