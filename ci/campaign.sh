@@ -52,8 +52,8 @@
 # each reached (`triage states`: every input replayed with the state
 # recorder, in the order it was written), DIR/coverage.svg and
 # DIR/states.svg, their growth over time, and the command-space map of
-# binder_commands before and after the run (`triage map`: cells reached,
-# newly reached and never reached). The report is also the run's
+# each target that has one before and after the run (`triage map`: cells
+# reached, newly reached and never reached). The report is also the run's
 # result page, docs/results/<date>-campaign.md (the plots beside it; the
 # coverage HTML stays in DIR, named by the page, not linked).
 #
@@ -245,28 +245,28 @@ status() {
     done
 }
 
-# The command-space map of binder_commands before and after the run, from
-# DIR/map-before.json and DIR/map-after.json (`triage map --json`).
+# The command-space map of target $1 before and after the run, from
+# DIR/$1.map-before.json and DIR/$1.map-after.json (`triage map --json`).
 map_section() {
-    local w newly
+    local t=$1 w newly
     echo
-    echo "## Command-space map of binder_commands"
+    echo "## Command-space map of $t"
     echo
     echo "\`triage map\` of the corpus and pool before the run, and with the run's new inputs (\`docs/design.md\`, The command-space map)."
     echo
     echo "| | inputs | cells reached | never reached | unreachable by construction | reached although unreachable |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: |"
     for w in before after; do
-        jq -r --arg w "$w" '"| \($w) | \(.inputs) | \(.reached | length) | \(.never | length) | \(.unreachable | length) | \(.reached_unreachable | length) |"' "$out/map-$w.json"
+        jq -r --arg w "$w" '"| \($w) | \(.inputs) | \(.reached | length) | \(.never | length) | \(.unreachable | length) | \(.reached_unreachable | length) |"' "$out/$t.map-$w.json"
     done
-    newly=$(jq -rn --slurpfile b "$out/map-before.json" --slurpfile a "$out/map-after.json" \
+    newly=$(jq -rn --slurpfile b "$out/$t.map-before.json" --slurpfile a "$out/$t.map-after.json" \
         '($b[0].reached | map(.command + " " + .cell)) as $old
          | [$a[0].reached[] | (.command + " " + .cell) | select(. as $c | $old | index($c) | not) | "`\(.)`"]
          | join(", ")')
     echo
     echo "Newly reached: ${newly:-none}."
     echo
-    echo "Never reached after the run: $(jq -r '[.never[] | "`\(.command) \(.cell)`"] | join(", ")' "$out/map-after.json")."
+    echo "Never reached after the run: $(jq -r '[.never[] | "`\(.command) \(.cell)`"] | join(", ")' "$out/$t.map-after.json")."
 }
 
 # The report, DIR/report.md: rewritten while the targets run (what their
@@ -320,9 +320,11 @@ write_report() {
         else
             echo "$crashes_now crash(es) so far in $(basename "$out")/crashes/, not triaged yet."
         fi
-        if [ -s "$out/map-before.json" ] && [ -s "$out/map-after.json" ]; then
-            map_section
-        fi
+        for t in "${list[@]}"; do
+            if [ -s "$out/$t.map-before.json" ] && [ -s "$out/$t.map-after.json" ]; then
+                map_section "$t"
+            fi
+        done
         if [ "$coverage" -eq 1 ] && [ "${1:-}" = final ]; then
             echo
             echo "## Source coverage of the corpus"
@@ -393,12 +395,12 @@ for t in "${list[@]}"; do
         "${dirs[@]}" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
 done
 
-# The command-space map of binder_commands (triage map, harness/src/targets/
-# binder_commands/map.rs): the cells of the command language its corpus and
-# pool reached before the run, and with the run's new inputs.
-if [[ " ${list[*]} " == *" binder_commands "* ]]; then
-    step "mapping binder_commands' command space (triage map)"
-    t=binder_commands
+# The command-space map of each target that has one (triage map,
+# harness/src/targets/binder_commands/map.rs): the cells of the command
+# language its corpus and pool reached before the run, and with the run's
+# new inputs. A target without a map is skipped (triage says so, exit 2).
+step "mapping the command space of the targets that have a map (triage map)"
+for t in "${list[@]}"; do
     dirs=("$ROOT/corpus/$t")
     [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
     new=()
@@ -406,10 +408,14 @@ if [[ " ${list[*]} " == *" binder_commands "* ]]; then
     for w in before after; do
         extra=()
         [ "$w" = before ] || extra=("${new[@]}")
-        "$triage" map --json "${dirs[@]}" "${extra[@]}" > "$out/map-$w.json" 2>> "$out/map.log" ||
-            { echo "triage map failed for the corpus $w the run (see $out/map.log)" >&2; rm -f "$out/map-$w.json"; }
+        if ! "$triage" map --target "$t" --json "${dirs[@]}" "${extra[@]}" > "$out/$t.map-$w.json" 2>> "$out/map.log"; then
+            rm -f "$out/$t.map-$w.json"
+            grep -q "no command-space map for $t" "$out/map.log" ||
+                echo "triage map failed for $t's corpus $w the run (see $out/map.log)" >&2
+            break
+        fi
     done
-fi
+done
 
 step "merging new inputs into fuzz/pool/ (edges and states) and corpus/ (edges, capped)"
 for t in "${list[@]}"; do

@@ -295,11 +295,15 @@ pub enum Finding {
     /// Mainline's drivers: a node's first reference-count update on a
     /// thread that exits (`docs/findings/0017-thread-exit-node-work.md`).
     ThreadExitNodeWork,
+    /// A call back into a process whose calling thread left: delivered to
+    /// the process by C, `BR_DEAD_REPLY` in Rust
+    /// (`docs/findings/0018-call-to-exited-caller.md`).
+    CallToExitedCaller,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 20] = [
+    pub const ALL: [Finding; 21] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -320,6 +324,7 @@ impl Finding {
         Finding::OnewaySpam,
         Finding::FreezeNotifyRepeated,
         Finding::ThreadExitNodeWork,
+        Finding::CallToExitedCaller,
     ];
 
     /// The findings of upstream's past versions of the handle table (the
@@ -355,6 +360,7 @@ impl Finding {
             Finding::OnewaySpam => "oneway-spam",
             Finding::FreezeNotifyRepeated => "freeze-notify-repeated",
             Finding::ThreadExitNodeWork => "thread-exit-node-work",
+            Finding::CallToExitedCaller => "call-to-exited-caller",
         }
     }
 
@@ -388,6 +394,7 @@ impl Finding {
                 | Finding::OnewaySpam
                 | Finding::FreezeNotifyRepeated
                 | Finding::ThreadExitNodeWork
+                | Finding::CallToExitedCaller
         )
     }
 

@@ -152,6 +152,12 @@ pub static RULES: &[Rule] = &[
         diverges: true,
     },
     Rule {
+        name: "call-to-exited-caller",
+        title: "a call into a process whose thread that called the caller left (BINDER_THREAD_EXIT) before its reply: C delivers it to the process (the stack search skips the gone thread), Rust to the gone thread, and the caller reads BR_DEAD_REPLY",
+        kind: Kind::Finding("0018-call-to-exited-caller"),
+        diverges: true,
+    },
+    Rule {
         name: "freeze-without-process",
         title: "BINDER_FREEZE on a pid with no Binder process: EINVAL in C, 0 in Rust",
         kind: Kind::Finding("0010-freeze-without-process"),
@@ -500,6 +506,20 @@ pub struct Aftermath {
     /// move ourselves to ensure the refcount update is still delivered"),
     /// where any thread reads it then or later.
     exited: Vec<Pid>,
+    /// The threads with a call out: every thread that made one (the
+    /// model does not say when it was answered; an over-approximation the
+    /// rule below narrows by what each driver reads).
+    calling: Vec<(Pid, idpool::driver::Tid)>,
+    /// Finding 0018: the processes a thread of which left
+    /// (`BINDER_THREAD_EXIT`) after making a call. C's
+    /// `binder_thread_release` clears the thread from the calls it made
+    /// (`t->from = NULL`, binder.c:5407-5409), so a call back into its
+    /// process is not routed to it (the stack search skips it,
+    /// 3316-3329) and goes to the process; Rust's `find_target_thread`
+    /// returns the transaction's `from` whatever became of it
+    /// (transaction.rs:290-299), and the delivery to the gone thread
+    /// fails with `BR_DEAD_REPLY`.
+    exited_callers: Vec<Pid>,
     /// The freeze-notification cookies, by process, that Rust accepted:
     /// Rust keys a process's listeners by cookie and refuses the cookie
     /// for another node (`freeze-cookie`).
@@ -519,6 +539,9 @@ impl Aftermath {
             Command::Send { payload, .. }
             | Command::Call { payload, .. }
             | Command::Reply(payload) => {
+                if matches!(step.command, Command::Call { .. }) {
+                    self.calling.push((step.pid, step.tid));
+                }
                 for object in payload.objects.iter().flat_map(|o| o.expand()) {
                     if let idpool::driver::Object::Node { ptr, .. } = object {
                         if !self.sent.contains(&(step.pid, ptr)) {
@@ -527,8 +550,13 @@ impl Aftermath {
                     }
                 }
             }
-            Command::ThreadExit if self.sent.iter().any(|&(pid, _)| pid == step.pid) => {
-                self.exited.push(step.pid);
+            Command::ThreadExit => {
+                if self.sent.iter().any(|&(pid, _)| pid == step.pid) {
+                    self.exited.push(step.pid);
+                }
+                if self.calling.contains(&(step.pid, step.tid)) {
+                    self.exited_callers.push(step.pid);
+                }
             }
             Command::RequestFreeze { cookie, .. } if rust == Some(Ret::Ok) => {
                 self.freeze_cookies.push((step.pid, *cookie));
@@ -548,6 +576,8 @@ impl Aftermath {
                     Some(rule("failed-set-manager"))
                 } else if self.moved_node_work(pid, c, rust) {
                     Some(rule("thread-exit-node-work"))
+                } else if self.call_to_exited_caller(step, pid, c, rust) {
+                    Some(rule("call-to-exited-caller"))
                 } else {
                     None
                 }
@@ -591,6 +621,26 @@ impl Aftermath {
             }
         }
         c.next().is_none() && moved > 0
+    }
+
+    /// Finding 0018's symptom at a call, once a thread that made a call
+    /// left: the caller reads `BR_DEAD_REPLY` in Rust only (after what
+    /// both read), or a process whose calling thread left reads the call
+    /// in C only (with the `BR_SPAWN_LOOPER` its arrival may ask for).
+    fn call_to_exited_caller(&self, step: &Step, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
+        if !matches!(step.command, Command::Call { .. }) || self.exited_callers.is_empty() {
+            return false;
+        }
+        let (c, rust) = (brs(c), brs(rust));
+        let dead_reply_in_rust_only = pid == step.pid
+            && rust.last() == Some(&Br::DeadReply)
+            && rust[..rust.len() - 1] == c[..];
+        let call_in_c_only = pid != step.pid
+            && self.exited_callers.contains(&pid)
+            && rust.is_empty()
+            && c.iter().any(|b| matches!(b, Br::Call(_)))
+            && c.iter().all(|b| matches!(b, Br::Call(_) | Br::SpawnLooper));
+        dead_reply_in_rust_only || call_in_c_only
     }
 
     /// `BC_REQUEST_FREEZE_NOTIFICATION` with a cookie the process already

@@ -137,10 +137,17 @@ impl Target for CommandsTarget {
         TARGET
     }
     fn about(&self) -> &'static str {
-        "the C and the Rust Binder driver at the command level (context manager, ref counts on any handle, one-way transactions carrying nodes and handles, death notifications, process death), each against its naive model and against each other"
+        "the C and the Rust Binder driver at the command level (the context manager, ref counts on any handle, one-way and two-way transactions carrying nodes and handles, replies, threads and loopers, death and freeze notifications, freezing, extended errors, process death), each against its naive model and against each other"
     }
     fn hunt_max_len(&self) -> usize {
         64
+    }
+    /// Twice [`CORPUS_CAP`](crate::registry::CORPUS_CAP): the command
+    /// language has 270 reachable cells of the command-space map
+    /// (`triage map`), and the seeds that reach them come on top of the
+    /// 449 inputs edge coverage kept before the language grew.
+    fn corpus_cap(&self) -> usize {
+        2 * crate::registry::CORPUS_CAP
     }
     /// The collision through commands (a manager dies, a new one
     /// registers, the stale descriptor 0 collides), and the differences
