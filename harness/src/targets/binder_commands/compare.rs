@@ -520,6 +520,15 @@ pub struct Aftermath {
     /// (transaction.rs:290-299), and the delivery to the gone thread
     /// fails with `BR_DEAD_REPLY`.
     exited_callers: Vec<Pid>,
+    /// Whether a process has exited so far.
+    anyone_exited: bool,
+    /// Finding 0013, read later: the freeze notifications, by process and
+    /// cookie, asked for after a process exited (their node's owner may be
+    /// the dead one). Rust queues a "not frozen" message at once
+    /// (freeze.rs:269-271), which a process without a thread that takes
+    /// its work reads steps later; C queues nothing without `node->proc`
+    /// (binder.c:3974-3983).
+    freeze_after_death: Vec<(Pid, u64)>,
     /// The freeze-notification cookies, by process, that Rust accepted:
     /// Rust keys a process's listeners by cookie and refuses the cookie
     /// for another node (`freeze-cookie`).
@@ -560,7 +569,11 @@ impl Aftermath {
             }
             Command::RequestFreeze { cookie, .. } if rust == Some(Ret::Ok) => {
                 self.freeze_cookies.push((step.pid, *cookie));
+                if self.anyone_exited {
+                    self.freeze_after_death.push((step.pid, *cookie));
+                }
             }
+            Command::Exit => self.anyone_exited = true,
             _ => {}
         }
     }
@@ -576,6 +589,8 @@ impl Aftermath {
                     Some(rule("failed-set-manager"))
                 } else if self.moved_node_work(pid, c, rust) {
                     Some(rule("thread-exit-node-work"))
+                } else if self.dead_node_notification_read_later(step, pid, c, rust) {
+                    Some(rule("freeze-notify-dead-node"))
                 } else if self.call_to_exited_caller(step, pid, c, rust) {
                     Some(rule("call-to-exited-caller"))
                 } else {
@@ -587,7 +602,8 @@ impl Aftermath {
     }
 
     /// Finding 0004's symptom: what one process read differs only by the
-    /// work of nodes a refused manager call of its own named.
+    /// work of nodes a refused manager call of its own named (and the
+    /// `BR_SPAWN_LOOPER` that reading such work may ask for).
     fn refused_nodes_only(&self, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
         let named = |r: &Read| match r.br {
             Br::IncRefs(p) | Br::Acquire(p) | Br::Release(p) | Br::DecRefs(p) => {
@@ -595,32 +611,74 @@ impl Aftermath {
             }
             _ => false,
         };
-        c.iter().chain(rust).all(named)
+        let reads = || c.iter().chain(rust);
+        reads().any(named) && reads().all(|r| named(r) || r.br == Br::SpawnLooper)
     }
 
-    /// Finding 0017's symptom, at the exit or later: Rust reads what C
-    /// reads and more, the more being only the first `BR_INCREFS` and
-    /// `BR_ACQUIRE` of nodes the process sent (and the `BR_SPAWN_LOOPER`
-    /// reading that work may ask for), in a process a thread of which
-    /// exited.
+    /// Finding 0017's symptom, at the exit or later, in a process a thread
+    /// of which exited: one driver reads what the other reads and more, the
+    /// more being only `BR_INCREFS` and `BR_ACQUIRE` of nodes the process
+    /// sent (and the `BR_SPAWN_LOOPER` reading that work may ask for).
+    /// Rust reads the update it moved to the process, at the exit or when
+    /// a thread of the process next reads; C, which dropped it, reads it
+    /// when the node is sent again and its first-reference work is queued
+    /// anew (binder.c:843-850).
     fn moved_node_work(&self, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
-        if !self.exited.contains(&pid) {
+        self.exited.contains(&pid)
+            && (self.only_more_node_work(pid, c, rust) || self.only_more_node_work(pid, rust, c))
+    }
+
+    /// Whether `more` is `fewer` with only first-reference node work of
+    /// nodes `pid` sent (and `BR_SPAWN_LOOPER`s) in between, at least one.
+    fn only_more_node_work(&self, pid: Pid, fewer: &[Read], more: &[Read]) -> bool {
+        let mut fewer = fewer.iter().peekable();
+        let mut extra = 0;
+        for r in more {
+            if fewer.peek() == Some(&r) {
+                fewer.next();
+                continue;
+            }
+            match r.br {
+                Br::IncRefs(p) | Br::Acquire(p) if self.sent.contains(&(pid, p)) => extra += 1,
+                Br::SpawnLooper => {}
+                _ => return false,
+            }
+        }
+        fewer.next().is_none() && extra > 0
+    }
+
+    /// Finding 0013's symptom at a later step than the request: Rust reads
+    /// what C reads and more, the more being only "not frozen"
+    /// notifications asked for after a process died (and the
+    /// `BR_SPAWN_LOOPER` reading them may ask for). A freeze or a thaw is
+    /// left to finding 0016's rule.
+    fn dead_node_notification_read_later(
+        &self,
+        step: &Step,
+        pid: Pid,
+        c: &[Read],
+        rust: &[Read],
+    ) -> bool {
+        if matches!(step.command, Command::Freeze { .. } | Command::Thaw(_)) {
             return false;
         }
         let mut c = c.iter().peekable();
-        let mut moved = 0;
+        let mut notified = 0;
         for r in rust {
             if c.peek() == Some(&r) {
                 c.next();
                 continue;
             }
             match r.br {
-                Br::IncRefs(p) | Br::Acquire(p) if self.sent.contains(&(pid, p)) => moved += 1,
+                Br::FrozenBinder {
+                    cookie,
+                    frozen: false,
+                } if self.freeze_after_death.contains(&(pid, cookie)) => notified += 1,
                 Br::SpawnLooper => {}
                 _ => return false,
             }
         }
-        c.next().is_none() && moved > 0
+        c.next().is_none() && notified > 0
     }
 
     /// Finding 0018's symptom at a call, once a thread that made a call
@@ -759,10 +817,13 @@ fn freeze_notification_repeated(step: &Step, c: &[Read], rust: &[Read]) -> bool 
         Command::Thaw(_) => false,
         _ => return false,
     };
+    let notification =
+        |r: &Read| matches!(r.br, Br::FrozenBinder { frozen, .. } if frozen == state);
+    // With a thread to ask for, C's queueing the notifications may ask for
+    // one more (`BR_SPAWN_LOOPER`).
     rust.is_empty()
-        && !c.is_empty()
-        && c.iter()
-            .all(|r| matches!(r.br, Br::FrozenBinder { frozen, .. } if frozen == state))
+        && c.iter().any(notification)
+        && c.iter().all(|r| notification(r) || r.br == Br::SpawnLooper)
 }
 
 /// Finding 0015's symptom: where Rust reads `BR_ONEWAY_SPAM_SUSPECT`, C
@@ -919,6 +980,18 @@ fn logs_explained(c: &[Log], rust: &[Log]) -> bool {
                 | Log::ReplyNoStack
                 | Log::FreezeDuplicateCookie
                 | Log::FreezeDoneNotFound
+                // A reply to a gone caller carrying a strong handle to a
+                // weak-only reference: Rust translates the objects before
+                // it finds the caller gone (Thread::reply_inner builds the
+                // reply, thread.rs:1426, before deliver_reply, 1432), C
+                // looks at the caller first and never translates.
+                | Log::WeakAsStrong
+                // A freeze message left at the process's release:
+                // FreezeMessage::cancel's debug line (freeze.rs:144-151);
+                // C logs its "undelivered freeze notification" only for a
+                // clear (binder.c:5245-5254), and queues no message at all
+                // for a dead node (finding 0013).
+                | Log::UndeliveredFreeze
         )
     };
     c_left.into_iter().all(c_only_ok) && rust_left.into_iter().all(rust_only_ok)
