@@ -111,6 +111,18 @@ pub fn against_model(run: &TraceRun, driver: Driver) -> Vec<Mismatch> {
                 show_ret(real.observed.ret)
             ));
         }
+        // Compared where the run recorded it (fixtures of older executors
+        // did not read the extended error).
+        if real.observed.ee.is_some() && observed.ee != real.observed.ee {
+            let show = |e: Option<idpool::driver::ExtendedError>| {
+                e.map_or("none".into(), |e| e.to_string())
+            };
+            push(format!(
+                "extended error: model {}, real {}",
+                show(observed.ee),
+                show(real.observed.ee)
+            ));
+        }
         for what in reads(("model", &observed), ("real", &real.observed)) {
             push(what);
         }

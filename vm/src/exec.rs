@@ -7,6 +7,7 @@
 //! read, the kernel log lines and each process's state in the driver's
 //! debug files, and prints them as JSON lines ([`crate::wire::Record`]).
 
+use crate::abi;
 use crate::klog::{self, Class, Limit, RateLimits, Window};
 use crate::program;
 use crate::sys;
@@ -271,6 +272,9 @@ fn run(out: &mut Output) -> Result<(), String> {
         mount_all(Driver::Rust)?;
     }
     let devices = Devices::make(&cfg)?;
+    if cfg.driver == Driver::Rust {
+        spend_debug_id_zero(&devices)?;
+    }
     out.emit(&Record::Boot {
         kernel: sys::kernel_release(),
         driver: cfg.driver,
@@ -304,6 +308,27 @@ fn run(out: &mut Output) -> Result<(), String> {
         uptime_ms: sys::boottime_us() / 1000,
         paced_ms: pacer.total_us / 1000,
     });
+    Ok(())
+}
+
+/// Spends the Rust driver's first debug id (`next_debug_id` counts from
+/// 0, rust_binder_main.rs:98-102) on a transaction before any trace runs:
+/// a transaction's extended error carries its debug id, and an id of 0
+/// reads as "no id". On a running system the first id went long ago; the
+/// model of the Rust driver numbers a program's transactions from 1. The
+/// transaction goes to handle 0 of a fresh open with no context manager,
+/// and fails.
+fn spend_debug_id_zero(devices: &Devices) -> Result<(), String> {
+    let path = devices.paths.first().ok_or("no device to open")?;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("open {path}: {e}"))?;
+    let mut write = abi::BC_TRANSACTION.to_le_bytes().to_vec();
+    write.extend_from_slice(&abi::TransactionData::default().encode());
+    // Fails (no context manager) after taking the id: only the id matters.
+    let _ = sys::write_read(&file, &write, 0);
     Ok(())
 }
 
