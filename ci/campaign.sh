@@ -341,8 +341,12 @@ write_report() {
     local t log first last s0 s1 crashes_now line rate runs
     crashes_now=$(find "$out/crashes" -type f 2>/dev/null | wc -l)
     {
-        PAGE_NOTE="changed by the run: $(run_changes)" page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
-            --cores "$cores" --targets "$(IFS=,; echo "${list[*]}")"
+        local asked=()
+        [ "$coverage" -eq 0 ] || asked+=(--coverage)
+        [ "$real_kernel" -eq 1 ] || asked+=(--no-real-kernel)
+        PAGE_NOTE="changed by the run: $(run_changes)" page_head "Campaign: $minutes min per target" \
+            ci/campaign.sh --minutes "$minutes" --jobs "$jobs" --cores "$cores" \
+            --targets "$(IFS=,; echo "${list[*]}")" "${asked[@]}"
         if [ ${#failed[@]} -gt 0 ]; then
             echo "**${#failed[@]} stage(s) failed** (the campaign exits 3 unless it found a crash or a disagreement, then 1):"
             echo

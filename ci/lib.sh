@@ -113,20 +113,25 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 # `watch_run LABEL LOG CMD...`: runs CMD with its output appended to LOG
 # and, every WATCH_EVERY seconds (default 20) until it ends, prints on
-# stderr LABEL, the seconds so far and LOG's last line (a command that
-# writes its own log, e.g. run_libfuzzer, names that log), so that no long
-# phase of a script is silent. Returns CMD's status.
+# stderr LABEL, the seconds so far and LOG's last line once CMD wrote one
+# (a command that writes its own log, e.g. run_libfuzzer, names that log),
+# so that no long phase of a script is silent. Returns CMD's status.
 WATCH_EVERY=${WATCH_EVERY:-20}
 watch_run() {
-    local label=$1 log=$2 pid start=$SECONDS next rc=0 last
+    local label=$1 log=$2 pid start=$SECONDS next rc=0 last size
     shift 2
+    size=$(stat -c %s "$log" 2>/dev/null || echo 0)
     "$@" >> "$log" 2>&1 &
     pid=$!
     next=$((SECONDS + WATCH_EVERY))
     while kill -0 "$pid" 2>/dev/null; do
         sleep 1
         if [ "$SECONDS" -ge "$next" ] && kill -0 "$pid" 2>/dev/null; then
-            last=$(tail -n 1 "$log" 2>/dev/null | tr -d '\r' | cut -c1-100 || true)
+            last=""
+            # The log's last line, if CMD wrote one (a log shared with an
+            # earlier step ends with that step's).
+            [ "$(stat -c %s "$log" 2>/dev/null || echo 0)" -le "$size" ] ||
+                last=$(tail -n 1 "$log" 2>/dev/null | tr -d '\r' | cut -c1-100 || true)
             printf '  [%s] %s: %ss%s\n' "$(date +%T)" "$label" "$((SECONDS - start))" "${last:+ ($last)}" >&2
             next=$((SECONDS + WATCH_EVERY))
         fi
