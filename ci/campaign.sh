@@ -38,7 +38,7 @@
 # Installs cargo-fuzz if needed. Every phase says what it does and how far
 # along it is (a target at a time, [i/N]); a long step (an install, a
 # build, a merge, the states, the replay) prints its time and its log's
-# last line every 20 s. While the targets fuzz it prints, every 30 s, each
+# last line every 15 s. While the targets fuzz it prints, every 25 s, each
 # target's coverage and exec/s (a finished target once; with -fork, every
 # worker's executions over the time so far), and rewrites DIR/report.md,
 # so that an interrupted run leaves its report, its new inputs (DIR/new/)
@@ -436,7 +436,7 @@ declare -A pooled
 # The stages that failed, one line each, for the top of the report and the
 # exit status.
 failed=()
-progress() { sleep 30; echo "[$(date +%T)]"; status; write_report; }
+progress() { sleep 25; echo "[$(date +%T)]"; status; write_report; }
 step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time on $cores cores (output: $out)"
 # Each target starts with its share of the cores: they are split evenly
 # among the targets that will run beside it (the running ones and those

@@ -112,11 +112,11 @@ backports_deb() {
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 # `watch_run LABEL LOG CMD...`: runs CMD with its output appended to LOG
-# and, every WATCH_EVERY seconds (default 20) until it ends, prints on
+# and, every WATCH_EVERY seconds (default 15) until it ends, prints on
 # stderr LABEL, the seconds so far and LOG's last line once CMD wrote one
 # (a command that writes its own log, e.g. run_libfuzzer, names that log),
 # so that no long phase of a script is silent. Returns CMD's status.
-WATCH_EVERY=${WATCH_EVERY:-20}
+WATCH_EVERY=${WATCH_EVERY:-15}
 watch_run() {
     local label=$1 log=$2 pid start=$SECONDS next rc=0 last size
     shift 2
