@@ -647,7 +647,7 @@ median() {
 # Where the scripts that measure write their result pages: docs/results/
 # (RESULTS to write elsewhere), named after the day and what was measured.
 # `result_page KIND` prints the path of the day's page of that kind, e.g.
-# docs/results/2026-12-03-campaign.md: a second run the same day rewrites
+# docs/results/2026-12-07-campaign.md: a second run the same day rewrites
 # it (git keeps the first), so that a kind has one page a day.
 RESULTS=${RESULTS:-$ROOT/docs/results}
 result_page() {
