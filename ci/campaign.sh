@@ -21,32 +21,43 @@
 #                 corpus that the registry lists; see the `targets` binary)
 #   --out DIR     where the report goes (default campaign-<date>/, not tracked)
 #   --coverage    also measure the source coverage of each target's merged
-#                 corpus (ci/coverage-report.sh: `cargo fuzz coverage`, then
-#                 llvm-cov from the nightly toolchain's llvm-tools component,
-#                 added if missing): in the report, a table per file of src/
+#                 corpus (ci/coverage-report.sh: the nightly toolchain's
+#                 llvm-tools component, added first if missing, then `cargo
+#                 fuzz coverage` and llvm-cov): in the report, a table per file of src/
 #                 and harness/ (lines, regions, functions covered), the
 #                 functions of src/ no input reached, and a link to the HTML,
 #                 DIR/coverage/<target>/index.html
 #   --no-real-kernel  do not replay the new corpus entries on the real C
 #                 driver (below)
-#   --minimise    fuzz nothing: only merge (below) what corpus/<target> and
-#                 the pool hold, e.g. to bring a corpus or a pool back under
-#                 its cap
+#   --minimise    fuzz nothing: rebuild corpus/<target> and the pool from
+#                 what they hold (libFuzzer -merge=1 into empty directories),
+#                 e.g. after the input format changed, or to bring a corpus
+#                 or a pool back under its cap; the report names each input
+#                 dropped
 #
-# Installs cargo-fuzz if needed. While it runs it prints, every 30 s, each
+# Installs cargo-fuzz if needed. Every phase says what it does and how far
+# along it is (a target at a time, [i/N]); a long step (an install, a
+# build, a merge, the states, the replay) prints its time and its log's
+# last line every 15 s. While the targets fuzz it prints, every 25 s, each
 # target's coverage and exec/s (a finished target once; with -fork, every
-# worker's executions over the time so far), and rewrites
-# DIR/report.md, so that an interrupted run leaves its report, its new
-# inputs (DIR/new/) and its crashes. Afterwards it merges twice, with
-# libFuzzer's -merge=1 (cmin) into an empty directory each time: into the
-# local pool, fuzz/pool/<target> (not tracked), every input that adds an
-# edge or an abstract state (the state feedback on, hit counts counted), at
-# most the target's pool_cap files (`targets --json`: Target::pool_cap,
-# 40 times the corpus cap); into the committed corpus/<target>, only what
-# adds an edge (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), at most the
-# target's corpus_cap files. Beyond either cap the smallest files are kept
-# (ci/lib.sh: keep_smallest), with a warning in the report. A run reads
-# both the corpus and the pool. Groups
+# worker's executions over the time so far), and rewrites DIR/report.md,
+# so that an interrupted run leaves its report, its new inputs (DIR/new/)
+# and its crashes. Afterwards it merges twice, with libFuzzer's -merge=1:
+# into the local pool, fuzz/pool/<target> (not tracked, rebuilt from an
+# empty directory), every input that adds an edge or an abstract state
+# (the state feedback on, hit counts counted), at most the target's
+# pool_cap files (`targets --json`: Target::pool_cap, 40 times the corpus
+# cap), the smallest kept beyond it (ci/lib.sh: keep_smallest); into the
+# committed corpus/<target>, only what adds an edge
+# (IDPOOL_STATE_FEEDBACK=0 -use_counters=0), merged into a copy of it, so
+# that every committed input stays and a new one is added only when it
+# adds an edge they lack (ci/lib.sh: sync_corpus). A committed input is
+# removed only when it duplicates another or the target's corpus_cap forces
+# it (new inputs are left out first), and the report names each removal
+# and why; a run that found nothing new changes no file of corpus/. A run
+# reads both the corpus and the pool. --minimise rebuilds the corpus from
+# scratch instead (smaller inputs first), and the report names each input
+# it dropped. Groups
 # any crash with `triage report` (which minimises one input per group), and
 # writes DIR/report.md with exec/s per target, the distinct abstract states
 # each reached (`triage states`: every input replayed with the state
@@ -55,17 +66,23 @@
 # each target that has one before and after the run (`triage map`: cells
 # reached, newly reached and never reached). The report is also the run's
 # result page, docs/results/<date>-campaign.md (the plots beside it; the
-# coverage HTML stays in DIR, named by the page, not linked).
+# coverage HTML stays in DIR, named by the page, not linked). Its head
+# names the tree as the run found it and what the run changed.
 #
 # The new corpus entries of a target whose inputs run on the real drivers
 # (the registry's `real_kernel`) are then replayed on the real C driver,
 # Debian's 7.3.4 kernel booted in QEMU, each against our model of it
 # (`triage real-kernel --driver c --mainline --sequential`, one boot per 200
 # entries, about 0.2 s an entry); a model that disagrees with the real
-# driver is reported with the crashes. Skipped, with the reason in the
-# report, when QEMU or the kernel cannot be had (ci/kernel-vm.sh --prepare
-# installs and fetches them once) or with --no-real-kernel.
-# Exits 1 when a crash was found or a model disagreed with its real driver.
+# driver is reported with the crashes. When QEMU or the kernel cannot be
+# had (ci/kernel-vm.sh --prepare installs and fetches them once) the stage
+# fails; --no-real-kernel skips it.
+#
+# Exits 1 when a crash was found or a model disagreed with its real driver;
+# else 3 when a stage failed (the coverage, the real-kernel replay, QEMU or
+# the kernel not to be had, a merge, the states), each named at the top of
+# the report, unless it was skipped as asked (--no-real-kernel, no
+# --coverage); 2 on bad usage or when nothing could be built.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -94,6 +111,18 @@ while [ $# -gt 0 ]; do
     esac
 done
 jobs=${jobs:-$cores}
+# The tree as the run found it, for the report: the merge changes corpus/.
+TREE_AT_START=$(tree_state)
+[ ! -e "$out" ] || die "$out exists already: pick another --out"
+# The tools first: clang, once installed, changes what the harness's
+# build scripts compile, which would build the registry twice.
+"$ROOT/ci/install-fuzzers.sh" cargo-fuzz || die "cargo-fuzz could not be installed"
+step "building the target registry (cargo build --release -p idpool-harness: a few minutes the first time)"
+log=$(mktemp)
+watch_run "building the target registry" "$log" \
+    bash -c 'cd "$1" && cargo build --release -p idpool-harness --bin targets' _ "$ROOT" ||
+    { tail -n 20 "$log" >&2; die "the harness does not build"; }
+rm -f "$log"
 engine_filter=(--engine libfuzzer --corpus)
 if [ -n "$targets" ]; then
     IFS=, read -ra list <<<"$targets"
@@ -104,40 +133,57 @@ fi
 for t in "${list[@]}"; do
     [ -n "$(ls -A "$ROOT/corpus/$t" 2>/dev/null)" ] || die "corpus/$t is missing or empty"
 done
-[ -e "$out" ] && die "$out exists already: pick another --out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-"$ROOT/ci/install-fuzzers.sh" cargo-fuzz
 read_registry
 POOL=$ROOT/fuzz/pool
 
-# Merges corpus/$1, its pool and the inputs in the directories after it:
-# the pool keeps every input that adds an edge or an abstract state, the
-# committed corpus only those that add an edge, each at most its cap.
-# Sets merged_note[$1] when the corpus cap cut it, pool_note[$1] when the
-# pool's did.
-declare -A merged_note pool_note
+# Merges corpus/$1, its pool and the inputs in the directories after it.
+# The pool keeps every input that adds an edge or an abstract state, at
+# most its cap (the smallest kept), rebuilt from scratch each time (it is
+# not tracked). The committed corpus keeps what it holds and gains only the
+# inputs that add an edge: libFuzzer's -merge=1 into a copy of it (the
+# files of the first directory all stay; another input is added when it
+# adds an edge they lack), then sync_corpus (ci/lib.sh), which copies in the
+# new files alone, and removes a committed file only when it duplicates
+# another or the cap forces it, saying so. A run that found nothing new
+# changes no file of corpus/. With --minimise (MERGE_FRESH=1) the corpus is
+# rebuilt from scratch instead, smaller inputs first, and a committed file
+# that adds no edge the kept ones lack is removed, saying so.
+# Writes $out/$1.corpus-changes (sync_corpus's lines) and sets
+# pool_note[$1] when the pool's cap cut it; returns 1, saying why in
+# merge_failed[$1], when a merge fails (corpus/$1 is then left as it was).
+declare -A pool_note merge_failed
+MERGE_FRESH=0
 merge_target() {
-    local t=$1 cap n dirs=()
+    local t=$1 cap n dirs=() gone
     shift
     [ "$t" != regressions ] || die "corpus/regressions holds regression inputs, not a target's corpus"
     [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
-    dirs+=("$ROOT/corpus/$t" "$@")
     rm -rf "$out/merged/$t" "$out/pool/$t" && mkdir -p "$out/merged/$t" "$out/pool/$t"
-    run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.pool-merge.log" \
-        "$out/pool/$t" "${dirs[@]}" -- -merge=1 || die "the pool merge failed for $t (see $out/$t.pool-merge.log)"
-    IDPOOL_STATE_FEEDBACK=0 run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
-        "$out/merged/$t" "${dirs[@]}" -- -merge=1 -use_counters=0 || die "merge failed for $t (see $out/$t.merge.log)"
-    [ -n "$(ls -A "$out/merged/$t")" ] || die "the merge of $t kept nothing (see $out/$t.merge.log)"
-    # libFuzzer prefers the smaller of two inputs that add the same: so do
-    # we, beyond the caps (keep_smallest, ci/lib.sh).
-    cap=$(target_field "$t" corpus_cap)
-    n=$(keep_smallest "$out/merged/$t" "$cap")
-    if [ -n "$n" ]; then
-        merged_note[$t]="$n files add an edge, over the cap of $cap: the $cap smallest kept (raise corpus_cap in harness/src/registry.rs?)"
-        echo "warning: $t: ${merged_note[$t]}" >&2
+    watch_run "$t: merging into the pool (edges and states)" "$out/$t.pool-merge.log" \
+        run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.pool-merge.log" \
+        "$out/pool/$t" "${dirs[@]}" "$ROOT/corpus/$t" "$@" -- -merge=1 ||
+        { merge_failed[$t]="the pool merge failed (see $(basename "$out")/$t.pool-merge.log)"; return 1; }
+    if [ "$MERGE_FRESH" -eq 1 ]; then
+        dirs=("$ROOT/corpus/$t" "${dirs[@]}" "$@")
+        gone="adds no edge that the smaller inputs kept lack (--minimise: libFuzzer -merge=1 from scratch, with the current build)"
+    else
+        cp -p "$ROOT/corpus/$t"/. "$out/merged/$t"/ -r
+        dirs=("${dirs[@]}" "$@")
+        gone="left out by libFuzzer's merge (see $(basename "$out")/$t.merge.log)"
     fi
+    IDPOOL_STATE_FEEDBACK=0 watch_run "$t: merging into corpus/$t (edges)" "$out/$t.merge.log" \
+        run_libfuzzer "$ROOT" "$t" "$out/merge-artifacts/$t" "$out/$t.merge.log" \
+        "$out/merged/$t" "${dirs[@]}" -- -merge=1 -use_counters=0 ||
+        { merge_failed[$t]="the corpus merge failed (see $(basename "$out")/$t.merge.log)"; return 1; }
+    [ -n "$(ls -A "$out/merged/$t")" ] ||
+        { merge_failed[$t]="the merge kept nothing (see $(basename "$out")/$t.merge.log)"; return 1; }
+    # Beyond the pool's cap the smallest files are kept, as libFuzzer
+    # prefers the smaller of two inputs that add the same (keep_smallest,
+    # ci/lib.sh); the corpus's cap keeps its committed files first
+    # (sync_corpus).
     cap=$(target_field "$t" pool_cap)
     n=$(keep_smallest "$out/pool/$t" "$cap")
     if [ -n "$n" ]; then
@@ -147,33 +193,78 @@ merge_target() {
     mkdir -p "$POOL/$t"
     find "$POOL/$t" -maxdepth 1 -type f -delete
     cp "$out/pool/$t"/. "$POOL/$t"/ -r
-    find "$ROOT/corpus/$t" -maxdepth 1 -type f -delete
-    cp "$out/merged/$t"/. "$ROOT/corpus/$t"/ -r
+    cap=$(target_field "$t" corpus_cap)
+    sync_corpus "$ROOT/corpus/$t" "$out/merged/$t" "$cap" "$gone" > "$out/$t.corpus-changes"
+}
+
+# What the run changed in the tree, in a line: the files each merge added
+# to corpus/<target> and removed from it (the result page aside).
+run_changes() {
+    local t f a r parts=()
+    for t in "${list[@]}"; do
+        f="$out/$t.corpus-changes"
+        [ -f "$f" ] || continue
+        a=$(grep -c '^added' "$f" || true)
+        r=$(grep -c '^removed' "$f" || true)
+        [ $((a + r)) -eq 0 ] || parts+=("corpus/$t ($a added, $r removed)")
+    done
+    if [ ${#parts[@]} -eq 0 ]; then
+        echo "nothing in corpus/ (besides this page)"
+    else
+        local IFS=,
+        echo "${parts[*]} (besides this page)" | sed 's/,/, /g'
+    fi
+}
+
+# What the merge did to corpus/$1, for the report: a line of counts, then
+# each removal and why (sync_corpus's lines in $out/$1.corpus-changes).
+corpus_changes() {
+    local t=$1 f="$out/$1.corpus-changes" added removed skipped
+    [ -f "$f" ] || return 0
+    added=$(grep -c '^added' "$f" || true)
+    removed=$(grep -c '^removed' "$f" || true)
+    skipped=$(grep -c '^not-added' "$f" || true)
+    printf '\ncorpus/%s: %s added, %s removed' "$t" "$added" "$removed"
+    [ "$skipped" -eq 0 ] || printf ', %s more that add an edge left out at the cap of %s (raise corpus_cap in harness/src/registry.rs?)' \
+        "$skipped" "$(target_field "$t" corpus_cap)"
+    if [ "$removed" -eq 0 ]; then
+        echo "."
+    else
+        echo ":"
+        echo
+        awk -F'\t' '$1 == "removed" { printf "- `%s`: %s\n", $2, $3 }' "$f"
+    fi
 }
 
 if [ "$minimise" -eq 1 ]; then
-    step "building the fuzz targets"
-    fuzz_build "$ROOT" "${list[@]}"
+    step "building the fuzz targets (log: $out/build.log)"
+    watch_run "building the fuzz targets" "$out/build.log" fuzz_build "$ROOT" "${list[@]}" ||
+        die "the build failed (see $out/build.log)"
     step "minimising corpus/ (libFuzzer -merge=1, edges only) and the pool (edges and states)"
+    MERGE_FRESH=1
+    status=0 i=0
     printf '| target | corpus before → after | pool after | corpus cap | pool cap |\n| --- | --- | ---: | ---: | ---: |\n' > "$out/report.md"
     for t in "${list[@]}"; do
+        i=$((i + 1))
+        echo "  [$i/${#list[@]}] $t" >&2
         b=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
-        merge_target "$t"
+        merge_target "$t" || { echo "$t: ${merge_failed[$t]}" >&2; status=3; }
         echo "| $t | $b → $(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l) | $(find "$POOL/$t" -maxdepth 1 -type f | wc -l) | $(target_field "$t" corpus_cap) | $(target_field "$t" pool_cap) |" >> "$out/report.md"
-        [ -z "${merged_note[$t]:-}" ] || echo "| $t: ${merged_note[$t]} | | | | |" >> "$out/report.md"
-        [ -z "${pool_note[$t]:-}" ] || echo "| $t: ${pool_note[$t]} | | | | |" >> "$out/report.md"
     done
+    for t in "${list[@]}"; do
+        [ -z "${merge_failed[$t]:-}" ] || printf '\n**%s: %s**; corpus/%s is as it was.\n' "$t" "${merge_failed[$t]}" "$t"
+        corpus_changes "$t"
+        [ -z "${pool_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${pool_note[$t]}"
+    done >> "$out/report.md"
     cat "$out/report.md"
-    exit 0
+    exit "$status"
 fi
-step "building the fuzz targets and triage"
-(cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${FUZZ_BUILD_FLAGS[@]}")
+step "building the fuzz targets and triage (log: $out/build.log)"
 # A target built with other flags (AddressSanitizer for one linking C code)
 # is built now too, so that its minutes are spent fuzzing.
-for t in "${list[@]}"; do
-    read -ra flags <<<"$(fuzz_flags_for "$t")"
-    [ "${flags[*]}" = "${FUZZ_BUILD_FLAGS[*]}" ] || (cd "$ROOT/fuzz" && fuzz_cargo fuzz build "${flags[@]}" "$t")
-done
+watch_run "building the fuzz targets" "$out/build.log" fuzz_build "$ROOT" "${list[@]}" ||
+    die "the build failed (see $out/build.log)"
+watch_run "building triage" "$out/build.log" triage_bin > /dev/null || die "triage does not build (see $out/build.log)"
 triage=$(triage_bin)
 
 # Each target fuzzes into a fresh directory, reading corpus/<target> too;
@@ -276,8 +367,20 @@ write_report() {
     local t log first last s0 s1 crashes_now line rate runs
     crashes_now=$(find "$out/crashes" -type f 2>/dev/null | wc -l)
     {
-        page_head "Campaign: $minutes min per target" ci/campaign.sh --minutes "$minutes" --jobs "$jobs" \
-            --cores "$cores" --targets "$(IFS=,; echo "${list[*]}")"
+        local asked=()
+        [ "$coverage" -eq 0 ] || asked+=(--coverage)
+        [ "$real_kernel" -eq 1 ] || asked+=(--no-real-kernel)
+        PAGE_NOTE="changed by the run: $(run_changes)" page_head "Campaign: $minutes min per target" \
+            ci/campaign.sh --minutes "$minutes" --jobs "$jobs" --cores "$cores" \
+            --targets "$(IFS=,; echo "${list[*]}")" "${asked[@]}"
+        if [ ${#failed[@]} -gt 0 ]; then
+            echo "**${#failed[@]} stage(s) failed** (the campaign exits 3 unless it found a crash or a disagreement, then 1):"
+            echo
+            for line in "${failed[@]}"; do echo "- $line"; done
+            echo
+        fi
+        [ "$real_kernel" -eq 1 ] || [ "$(jq -r --arg l "${list[*]}" '[.[] | select(.real_kernel and (.name as $n | $l | split(" ") | index($n)))] | length' <<<"$TARGETS_JSON")" -eq 0 ] ||
+            { echo "Skipped as asked: the replay of the new corpus entries on the real C driver (--no-real-kernel)."; echo; }
         echo "Output: $(basename "$out")/."
         echo
         echo "$minutes min per target, $jobs at a time, on $cores of $(nproc) cores (a target's share of them in the table: workers, libFuzzer's -fork when above 1)."
@@ -305,7 +408,7 @@ write_report() {
             echo "| $t | $(cat "$out/$t.workers" 2>/dev/null || echo ?) | ${rate:-?} | ${runs:-?} | ${first:-?} → ${last:-?} | ${s0:-?} → ${s1:-?} | ${before[$t]:-?} → ${after[$t]:-?} ($(target_field "$t" corpus_cap)) | ${pooled[$t]:-?} ($(target_field "$t" pool_cap)) | $(find "$out/crashes/$t" -type f 2>/dev/null | wc -l) |"
         done
         for t in "${list[@]}"; do
-            [ -z "${merged_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${merged_note[$t]}"
+            corpus_changes "$t"
             [ -z "${pool_note[$t]:-}" ] || printf '\n%s: %s.\n' "$t" "${pool_note[$t]}"
         done
         echo
@@ -361,7 +464,10 @@ write_report() {
 }
 
 declare -A pooled
-progress() { sleep 30; echo "[$(date +%T)]"; status; write_report; }
+# The stages that failed, one line each, for the top of the report and the
+# exit status.
+failed=()
+progress() { sleep 25; echo "[$(date +%T)]"; status; write_report; }
 step "fuzzing ${list[*]} for ${minutes} min each, $jobs at a time on $cores cores (output: $out)"
 # Each target starts with its share of the cores: they are split evenly
 # among the targets that will run beside it (the running ones and those
@@ -384,15 +490,22 @@ echo "[$(date +%T)]"; status
 # The distinct abstract states each target reached and when: every input
 # replayed through the harness with the state recorder, in the order the
 # files were written (exact, whatever the engine; see harness/src/feedback.rs).
-step "counting abstract states (triage states)"
-for t in "${list[@]}"; do
-    dirs=("$ROOT/corpus/$t")
+step "counting abstract states (triage states: every input replayed, a target at a time)"
+count_states() {
+    local t=$1 dirs=("$ROOT/corpus/$1")
     [ -z "$(ls -A "$POOL/$t" 2>/dev/null)" ] || dirs+=("$POOL/$t")
     "$triage" states --target "$t" --since "$(cat "$out/$t.start")" \
-        "${dirs[@]}" "$out/new/$t" > "$out/$t.states" 2> "$out/$t.states.log" ||
-        echo "triage states failed for $t (see $out/$t.states.log)" >&2
-    "$triage" states --json --target "$t" --since "$(cat "$out/$t.start")" \
-        "${dirs[@]}" "$out/new/$t" > "$out/$t.states.json" 2>/dev/null || true
+        "${dirs[@]}" "$out/new/$t" > "$out/$t.states" &&
+        "$triage" states --json --target "$t" --since "$(cat "$out/$t.start")" \
+            "${dirs[@]}" "$out/new/$t" > "$out/$t.states.json"
+}
+i=0
+for t in "${list[@]}"; do
+    i=$((i + 1))
+    echo "  [$i/${#list[@]}] $t: $(find "$ROOT/corpus/$t" "$POOL/$t" "$out/new/$t" -maxdepth 1 -type f 2>/dev/null | wc -l) inputs" >&2
+    rm -f "$out/$t.states.log"
+    watch_run "$t: counting states" "$out/$t.states.log" count_states "$t" ||
+        failed+=("counting the abstract states of $t (\`triage states\`): see $(basename "$out")/$t.states.log")
 done
 
 # The command-space map of each target that has one (triage map,
@@ -418,18 +531,28 @@ for t in "${list[@]}"; do
 done
 
 step "merging new inputs into fuzz/pool/ (edges and states) and corpus/ (edges, capped)"
+i=0
 for t in "${list[@]}"; do
+    i=$((i + 1))
+    echo "  [$i/${#list[@]}] $t: $(find "$out/new/$t" -maxdepth 1 -type f | wc -l) inputs written by the run" >&2
     before[$t]=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
     ls "$ROOT/corpus/$t" | LC_ALL=C sort > "$out/$t.corpus-before"
-    merge_target "$t" "$out/new/$t"
+    merge_target "$t" "$out/new/$t" || failed+=("the merge of $t: ${merge_failed[$t]}; corpus/$t is as it was")
     after[$t]=$(find "$ROOT/corpus/$t" -maxdepth 1 -type f | wc -l)
     pooled[$t]=$(find "$POOL/$t" -maxdepth 1 -type f | wc -l)
+    [ ! -f "$out/$t.corpus-changes" ] ||
+        echo "  $t: corpus/$t: $(grep -c '^added' "$out/$t.corpus-changes" || true) added, $(grep -c '^removed' "$out/$t.corpus-changes" || true) removed" >&2
 done
 
 # The new corpus entries of the targets whose inputs run on the real
 # drivers, on the real C driver. Sets real_status (a line for the report)
 # and real_divergent (how many entries a model disagreed on), declared at
 # the top for the report.
+# The replay of corpus/$1's new entries (linked in $out/real-kernel/$1) on
+# the real C driver, its report in $2.
+replay_c() {
+    "$triage" real-kernel --driver c --mainline --sequential "$out/real-kernel/$1" > "$2"
+}
 real_kernel_replay() {
     local t new n log
     for t in "${list[@]}"; do
@@ -446,20 +569,21 @@ real_kernel_replay() {
             real_status+=("$t: $n new corpus entries not replayed on the real C driver (--no-real-kernel).")
             continue
         fi
-        if ! "$ROOT/ci/kernel-vm.sh" --prepare > "$out/real-kernel.prepare.log" 2>&1; then
+        step "preparing QEMU and the kernel (ci/kernel-vm.sh --prepare; the first time, a download)"
+        if ! watch_run "preparing the real-kernel VM" "$out/real-kernel.prepare.log" "$ROOT/ci/kernel-vm.sh" --prepare; then
             real_status+=("$t: $n new corpus entries not replayed on the real C driver: QEMU or the kernel could not be had ($(basename "$out")/real-kernel.prepare.log: $(tail -1 "$out/real-kernel.prepare.log"))")
-            echo "real-kernel replay skipped: ci/kernel-vm.sh --prepare failed (see $out/real-kernel.prepare.log)" >&2
+            failed+=("the replay of $t's new corpus entries on the real C driver: QEMU or the kernel could not be had (see $(basename "$out")/real-kernel.prepare.log; --no-real-kernel skips it)")
             continue
         fi
         log="$out/$t.real-kernel.log"
-        step "replaying $n new $t corpus entries on the real C driver"
+        step "replaying $n new $t corpus entries on the real C driver (about 0.2 s an entry, a boot per 200)"
         mkdir -p "$out/real-kernel/$t"
         xargs -a "$new" -d '\n' ln -s -t "$out/real-kernel/$t"
-        "$triage" real-kernel --driver c --mainline --sequential "$out/real-kernel/$t" \
-            > "$log" 2> "$out/$t.real-kernel.err" || true
+        rm -f "$out/$t.real-kernel.err"
+        watch_run "$t: replaying on the real C driver" "$out/$t.real-kernel.err" replay_c "$t" "$log" || true
         if ! grep -q '^real-kernel: .* program(s) replayed' "$log"; then
             real_status+=("$t: the replay on the real C driver failed: $(tail -1 "$out/$t.real-kernel.err")")
-            real_divergent=$((real_divergent + 1))
+            failed+=("the replay of $t's new corpus entries on the real C driver: $(tail -1 "$out/$t.real-kernel.err") (see $(basename "$out")/$t.real-kernel.err; --no-real-kernel skips it)")
             continue
         fi
         local d
@@ -483,9 +607,13 @@ fi
 # HTML under DIR/coverage/ (ci/coverage-report.sh). A failure leaves its
 # reason in the section and the rest of the report as it is.
 if [ "$coverage" -eq 1 ]; then
-    step "source coverage (cargo fuzz coverage, ci/coverage-report.sh)"
+    step "source coverage (cargo fuzz coverage, ci/coverage-report.sh: a coverage build, then every input run once)"
+    i=0
     for t in "${list[@]}"; do
-        "$ROOT/ci/coverage-report.sh" --build "$t" "$out" || true
+        i=$((i + 1))
+        echo "  [$i/${#list[@]}] $t" >&2
+        "$ROOT/ci/coverage-report.sh" --build "$t" "$out" ||
+            failed+=("the source coverage of $t: $(sed -n 's/^No coverage report: //p' "$out/coverage/$t.md" 2>/dev/null | head -n 1)")
     done
 fi
 
@@ -516,3 +644,4 @@ cp "$out/coverage.svg" "$RESULTS/$stem-coverage.svg"
 step "report: $page (and $out/report.md)"
 cat "$page"
 [ "$crashes" -eq 0 ] && [ "$real_divergent" -eq 0 ] || exit 1
+[ ${#failed[@]} -eq 0 ] || { echo "campaign.sh: ${#failed[@]} stage(s) failed (see the top of $page)" >&2; exit 3; }

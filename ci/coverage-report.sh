@@ -14,7 +14,8 @@
 # Reads the profile with the coverage-instrumented binary cargo fuzz
 # coverage built (the newest under fuzz/target/) and the llvm-cov of the
 # toolchain that built it (its llvm-tools component, added with rustup when
-# missing), and writes, under DIR:
+# missing, before anything is built: cargo fuzz coverage needs its
+# llvm-profdata too), and writes, under DIR:
 #   coverage/TARGET.md        a markdown section: per file of src/ and
 #                             harness/, lines, regions and functions
 #                             covered, with totals; the functions under
@@ -56,11 +57,20 @@ fail() {
     exit 1
 }
 
+# The LLVM tools first: `cargo fuzz coverage` merges the raw profiles with
+# the toolchain's llvm-profdata, and llvm-cov reads them (llvm_tool adds
+# the llvm-tools component when the toolchain lacks it).
+llvm_tool llvm-profdata > /dev/null ||
+    fail "no llvm-profdata: rustup component add llvm-tools failed"
+cov=$(llvm_tool llvm-cov 2>> "$log") || fail "no llvm-cov: rustup component add llvm-tools failed"
+
 if [ "$build" -eq 1 ]; then
     [ -n "$(ls -A "$ROOT/corpus/$t" 2>/dev/null)" ] || fail "corpus/$t is missing or empty"
     read -ra flags <<<"$(fuzz_flags_for "$t")"
-    step "source coverage of $t: cargo fuzz coverage over corpus/$t"
-    (cd "$ROOT/fuzz" && fuzz_cargo fuzz coverage "${flags[@]}" "$t" "$ROOT/corpus/$t") >> "$log" 2>&1 ||
+    step "source coverage of $t: cargo fuzz coverage over corpus/$t (a coverage build, then each input once)"
+    # (In watch_run's background subshell: the cd stays there.)
+    coverage_build() { cd "$ROOT/fuzz" && fuzz_cargo fuzz coverage "$@"; }
+    watch_run "$t: cargo fuzz coverage" "$log" coverage_build "${flags[@]}" "$t" "$ROOT/corpus/$t" ||
         fail "cargo fuzz coverage failed"
 fi
 [ -n "$profdata" ] || profdata="$ROOT/fuzz/coverage/$t/coverage.profdata"
@@ -71,7 +81,6 @@ fi
 bin=$(find "$ROOT/fuzz/target" -type f -name "$t" -path '*/coverage/*' -perm -u+x -printf '%T@ %p\n' 2>/dev/null |
     sort -rn | head -n 1 | cut -d' ' -f2- || true)
 [ -n "$bin" ] || fail "no coverage-instrumented binary of $t under fuzz/target/ (run with --build)"
-cov=$(llvm_tool llvm-cov 2>> "$log") || fail "no llvm-cov: rustup component add llvm-tools-preview --toolchain nightly"
 cp "$profdata" "$dir/coverage/$t.profdata"
 
 # Only the project's sources: llvm-cov reads every file under the

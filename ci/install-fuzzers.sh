@@ -16,6 +16,17 @@ want=("$@")
 # prints "name vX.Y.Z:").
 have_crate() { cargo install --list | grep -q "^$1 v$2:"; }
 
+# `cargo install` of crate $1 at version $2, saying every WATCH_EVERY
+# seconds what it is compiling (watch_run); its log is printed on a failure.
+install_crate() {
+    local log
+    log=$(mktemp)
+    step "installing $1 $2 (cargo install: a few minutes)"
+    watch_run "installing $1" "$log" cargo install "$1" --version "=$2" --locked ||
+        { tail -n 30 "$log" >&2; rm -f "$log"; return 1; }
+    rm -f "$log"
+}
+
 # clang: kernel-dbitmap's build instruments the C code (the kernel's
 # dbitmap.h and our shim) with the coverage options the Rust side gets only
 # when the compiler is clang; with gcc the fuzzers do not see the C branches.
@@ -32,11 +43,11 @@ for engine in "${want[@]}"; do
     case "$engine" in
     cargo-fuzz)
         have_crate cargo-fuzz "$CARGO_FUZZ_VERSION" ||
-            { step "installing cargo-fuzz $CARGO_FUZZ_VERSION"; cargo install cargo-fuzz --version "=$CARGO_FUZZ_VERSION" --locked; }
+            install_crate cargo-fuzz "$CARGO_FUZZ_VERSION"
         ;;
     afl)
         have_crate cargo-afl "$CARGO_AFL_VERSION" ||
-            { step "installing cargo-afl $CARGO_AFL_VERSION"; cargo install cargo-afl --version "=$CARGO_AFL_VERSION" --locked; }
+            install_crate cargo-afl "$CARGO_AFL_VERSION"
         # cargo-afl builds AFL++ itself on first use.
         [ -n "$(ls "${XDG_DATA_HOME:-$HOME/.local/share}"/afl.rs/rustc-*/afl.rs-*/afl/bin/afl-fuzz 2>/dev/null)" ] ||
             { step "building AFL++ (cargo afl config --build)"; cargo afl config --build --force; }
@@ -51,7 +62,7 @@ for engine in "${want[@]}"; do
             apt-get update -qq && apt-get install -y -qq "${missing[@]}"
         fi
         have_crate honggfuzz "$HONGGFUZZ_VERSION" ||
-            { step "installing honggfuzz $HONGGFUZZ_VERSION (cargo-hfuzz)"; cargo install honggfuzz --version "=$HONGGFUZZ_VERSION" --locked; }
+            install_crate honggfuzz "$HONGGFUZZ_VERSION"
         ;;
     *) die "unknown engine '$engine' (expected cargo-fuzz, afl or honggfuzz)" ;;
     esac

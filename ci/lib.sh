@@ -110,6 +110,35 @@ backports_deb() {
 }
 
 step() { printf '\n==> %s\n' "$*" >&2; }
+
+# `watch_run LABEL LOG CMD...`: runs CMD with its output appended to LOG
+# and, every WATCH_EVERY seconds (default 15) until it ends, prints on
+# stderr LABEL, the seconds so far and LOG's last line once CMD wrote one
+# (a command that writes its own log, e.g. run_libfuzzer, names that log),
+# so that no long phase of a script is silent. Returns CMD's status.
+WATCH_EVERY=${WATCH_EVERY:-15}
+watch_run() {
+    local label=$1 log=$2 pid start=$SECONDS next rc=0 last size
+    shift 2
+    size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+    "$@" >> "$log" 2>&1 &
+    pid=$!
+    next=$((SECONDS + WATCH_EVERY))
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if [ "$SECONDS" -ge "$next" ] && kill -0 "$pid" 2>/dev/null; then
+            last=""
+            # The log's last line, if CMD wrote one (a log shared with an
+            # earlier step ends with that step's).
+            [ "$(stat -c %s "$log" 2>/dev/null || echo 0)" -le "$size" ] ||
+                last=$(tail -n 1 "$log" 2>/dev/null | tr -d '\r' | cut -c1-100 || true)
+            printf '  [%s] %s: %ss%s\n' "$(date +%T)" "$label" "$((SECONDS - start))" "${last:+ ($last)}" >&2
+            next=$((SECONDS + WATCH_EVERY))
+        fi
+    done
+    wait "$pid" || rc=$?
+    return "$rc"
+}
 die() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 2; }
 
 # Prints the part of the calling script's header comment that is its help:
@@ -315,6 +344,63 @@ run_libfuzzer() {
     (cd "$tree/fuzz" && fuzz_cargo fuzz run "${flags[@]}" "$t" "${corpora[@]}" -- \
         -dict="$tree/fuzz/dict/$t.dict" "${LIBFUZZER_FLAGS[@]}" \
         -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}") > "$log" 2>&1
+}
+
+# Brings a committed corpus up to date with a merge, changing only what
+# must change: `sync_corpus CORPUS MERGED CAP GONE` makes the directory
+# CORPUS hold the files of the directory MERGED (a scratch copy, changed
+# too), at most CAP of them (none cut when CAP is empty). A file CORPUS
+# holds already is left alone (name, bytes and time); a file of MERGED that
+# CORPUS lacks is copied in; a file of CORPUS that MERGED lacks is removed.
+# First MERGED loses its duplicates (a file with the same bytes as another:
+# CORPUS's file is kept, else the first by name) and then, beyond CAP, the
+# largest of the files CORPUS lacks, and only then the largest of its own.
+# Prints one line a change, tab-separated, sorted: `added NAME`, `removed
+# NAME WHY` (GONE for a file MERGED lacked, else the duplicate or the cap)
+# and `not-added NAME WHY` for a new file the cap left out.
+sync_corpus() {
+    local corpus=$1 merged=$2 cap=$3 gone=$4 name sum n cut
+    local -A why=() seen=() old=()
+    while IFS= read -r name; do old[$name]=1; done < <(find "$corpus" -maxdepth 1 -type f -printf '%f\n')
+    # Duplicates: CORPUS's own files first, each class by name.
+    while IFS=$'\t' read -r _ name sum; do
+        if [ -n "${seen[$sum]:-}" ]; then
+            why[$name]="duplicate of ${seen[$sum]} (the same bytes)"
+            rm -f "$merged/$name"
+        else
+            seen[$sum]=$name
+        fi
+    done < <(find "$merged" -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | while IFS= read -r name; do
+        printf '%s\t%s\t%s\n' "$([ -e "$corpus/$name" ] && echo 0 || echo 1)" "$name" \
+            "$(sha1sum < "$merged/$name" | cut -d' ' -f1)"
+    done | LC_ALL=C sort -t$'\t' -k1,1 -k2,2)
+    # The cap: new files go first, the largest first (ties: the last by name).
+    n=$(find "$merged" -maxdepth 1 -type f | wc -l)
+    if [ -n "$cap" ] && [ "$n" -gt "$cap" ]; then
+        cut=$((n - cap))
+        while IFS=$'\t' read -r _ _ name && [ "$cut" -gt 0 ]; do
+            why[$name]="over the cap of $cap files (the smallest kept)"
+            rm -f "$merged/$name"
+            cut=$((cut - 1))
+        done < <(find "$merged" -maxdepth 1 -type f -printf '%s\t%f\n' | while IFS=$'\t' read -r sum name; do
+            printf '%s\t%s\t%s\n' "$([ -e "$corpus/$name" ] && echo 0 || echo 1)" "$sum" "$name"
+        done | LC_ALL=C sort -t$'\t' -k1,1r -k2,2nr -k3,3r)
+    fi
+    {
+        for name in "${!old[@]}"; do
+            [ ! -e "$merged/$name" ] || continue
+            rm -f "$corpus/$name"
+            printf 'removed\t%s\t%s\n' "$name" "${why[$name]:-$gone}"
+        done
+        while IFS= read -r name; do
+            [ -z "${old[$name]:-}" ] || continue
+            cp -p "$merged/$name" "$corpus/$name"
+            printf 'added\t%s\n' "$name"
+        done < <(find "$merged" -maxdepth 1 -type f -printf '%f\n')
+        for name in "${!why[@]}"; do
+            [ -n "${old[$name]:-}" ] || [[ "${why[$name]}" != over* ]] || printf 'not-added\t%s\t%s\n' "$name" "${why[$name]}"
+        done
+    } | LC_ALL=C sort
 }
 
 # Caps a directory of inputs: `keep_smallest DIR CAP` deletes all but the
@@ -559,35 +645,58 @@ median() {
 }
 
 # Where the scripts that measure write their result pages: docs/results/
-# (RESULTS to write elsewhere), one page per run, named after the day and
-# what was measured. `result_page KIND` prints a new page's path, e.g.
-# docs/results/2026-12-03-campaign.md (-2, -3, ... for a second run that
-# day).
+# (RESULTS to write elsewhere), named after the day and what was measured.
+# `result_page KIND` prints the path of the day's page of that kind, e.g.
+# docs/results/2026-12-07-campaign.md: a second run the same day rewrites
+# it (git keeps the first), so that a kind has one page a day.
 RESULTS=${RESULTS:-$ROOT/docs/results}
 result_page() {
-    local base n=2 page
+    local page
     mkdir -p "$RESULTS"
-    base="$RESULTS/$(date -u +%Y-%m-%d)-$1"
-    page="$base.md"
-    while [ -e "$page" ]; do page="$base-$n.md"; n=$((n + 1)); done
-    touch "$page"
+    page="$RESULTS/$(date -u +%Y-%m-%d)-$1.md"
+    : > "$page"
     results_index
     printf '%s\n' "$page"
 }
 
-# Rewrites $RESULTS/README.md: the pages by kind, newest first (a page is
-# <date>-<kind>[-<n>].md).
+# Rewrites $RESULTS/README.md: first what holds now, one row per claim of
+# $RESULTS/holds.tsv (claim, figure and page, tab-separated; the date is
+# read from the page's head), then the pages by kind, the newest first (a
+# page is <date>-<kind>[-<n>].md).
 results_index() {
-    local page name kind kinds
+    local page name kind kinds claim figure date
     {
         echo "# Results"
         echo
-        echo "Every measurement of the project, one page per run, dated and naming the"
-        echo "command that produced it and the tree it ran on. The scripts that measure"
-        echo "write them (\`ci/lib.sh\`: \`result_page\`) and keep this index."
+        echo "Every measurement of the project, dated and naming the command that"
+        echo "produced it and the tree it ran on. The scripts that measure write"
+        echo "them (\`ci/lib.sh\`: \`result_page\`; which script writes which kind:"
+        echo "[the campaign page](../campaign.md#the-scripts-that-measure)) and keep"
+        echo "this index. A kind has one current page: a script's second run of a"
+        echo "day rewrites the day's page, and when a newer page replaces an older"
+        echo "one, the older one is removed and its key figure folded into the"
+        echo "newer one's table of earlier pages (git keeps each whole)."
+        if [ -f "$RESULTS/holds.tsv" ]; then
+            echo
+            echo "## What holds now"
+            echo
+            echo "One row per claim the README, the docs or a finding makes, with the"
+            echo "figure and the page that measured it (\`holds.tsv\`, the row's date"
+            echo "read from the page)."
+            echo
+            echo "| claim | figure | date | page |"
+            echo "| --- | --- | --- | --- |"
+            while IFS=$'\t' read -r claim figure page; do
+                [ -n "$claim" ] || continue
+                date=$(sed -n 's/^- date: //p' "$RESULTS/$page" 2>/dev/null | head -n 1)
+                echo "| $claim | $figure | ${date:-missing} | [${page%.md}]($page) |"
+            done < "$RESULTS/holds.tsv"
+        fi
         echo
-        echo "| kind | pages, newest first |"
-        echo "| --- | --- |"
+        echo "## Pages by kind"
+        echo
+        echo "| kind | current page | other pages, newest first |"
+        echo "| --- | --- | --- |"
         kinds=$(find "$RESULTS" -maxdepth 1 -name '20??-??-??-*.md' -printf '%f\n' |
             sed -E 's/^[0-9-]{11}//; s/(-[0-9]+)?\.md$//' | sort -u)
         for kind in $kinds; do
@@ -595,25 +704,40 @@ results_index() {
             # Newest first: by date, then by the day's run (no number is the first).
             find "$RESULTS" -maxdepth 1 -printf '%f\n' | grep -E "^[0-9-]{11}$kind(-[0-9]+)?\.md$" |
                 sed -E 's/^(.{10})-.*-([0-9]+)\.md$/\1 \2 &/; t; s/^(.{10}).*$/\1 1 &/' |
-                sort -k1,1r -k2,2nr | cut -d' ' -f3 | while read -r page; do
-                    name=${page%.md}
-                    printf ' [%s](%s)' "${name%%-"$kind"*}${name##*-"$kind"}" "$page"
-                done
+                sort -k1,1r -k2,2nr | cut -d' ' -f3 | {
+                    n=0
+                    while read -r page; do
+                        name=${page%.md}
+                        printf ' [%s](%s)' "${name%%-"$kind"*}${name##*-"$kind"}" "$page"
+                        n=$((n + 1))
+                        [ "$n" -ne 1 ] || printf ' |'
+                    done
+                    [ "$n" -ne 1 ] || printf ' '
+                }
             echo " |"
         done
     } > "$RESULTS/README.md"
 }
 
-# The head of a result page: `page_head TITLE COMMAND...` prints the
-# title, the date, the command that measured (as run, from the root), the
-# commit measured (with uncommitted changes, if any) and the machine.
-page_head() {
-    local title=$1 rev dirty=""
-    shift
+# The tree as it is now: the commit, and "(with uncommitted changes)" when
+# it has any (the result pages being written, docs/results/, do not
+# count). A script that changes the tree itself (ci/campaign.sh merges
+# into corpus/) sets TREE_AT_START to this when it starts, for page_head.
+tree_state() {
+    local rev dirty=""
     rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-    # The result pages being written (result_page) do not count.
     [ -z "$(git -C "$ROOT" status --porcelain -- . ':!docs/results' 2>/dev/null)" ] ||
         dirty=" (with uncommitted changes)"
+    printf '%s%s\n' "$rev" "$dirty"
+}
+
+# The head of a result page: `page_head TITLE COMMAND...` prints the
+# title, the date, the command that measured (as run, from the root), the
+# commit measured (with uncommitted changes, if any), the machine, and
+# PAGE_NOTE when set (a line of the script's own).
+page_head() {
+    local title=$1
+    shift
     printf '# %s\n\n' "$title"
     printf -- '- date: %s\n' "$(date -u +%Y-%m-%d)"
     local arg shown=() q="'"
@@ -625,8 +749,10 @@ page_head() {
         fi
     done
     printf -- '- command: `%s`\n' "${shown[*]}"
-    printf -- '- tree: %s%s\n' "$rev" "$dirty"
-    printf -- '- machine: %s cores, %s\n\n' "$(nproc)" "$(uname -sr)"
+    printf -- '- tree: %s\n' "${TREE_AT_START:-$(tree_state)}"
+    printf -- '- machine: %s cores, %s\n' "$(nproc)" "$(uname -sr)"
+    [ -z "${PAGE_NOTE:-}" ] || printf -- '- %s\n' "$PAGE_NOTE"
+    echo
 }
 
 # Plants a bug: `plant SPEC TREE` applies a ci/mutants/*.mutant spec;

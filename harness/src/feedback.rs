@@ -39,8 +39,9 @@ use std::collections::BTreeSet;
 /// before, when 16,384 once found a planted bug more slowly
 /// (docs/results/2026-12-03-feedback-experiments.md); measured again with
 /// the random tail on every target, over every planted bug and finding,
-/// 3 seeds (docs/results/2026-12-04-detection.md), and for the states
-/// (docs/results/2026-12-04-state-feedback.md).
+/// 3 seeds, and for the states: the rows of 2026-12-04 among the earlier
+/// pages of docs/results/2026-12-04-detection.md and
+/// docs/results/2026-12-04-state-feedback.md.
 pub const SLOTS: usize = 16384;
 
 /// An abstract state: components packed in mixed radix, each below its
