@@ -631,20 +631,11 @@ impl Aftermath {
     /// Whether `more` is `fewer` with only first-reference node work of
     /// nodes `pid` sent (and `BR_SPAWN_LOOPER`s) in between, at least one.
     fn only_more_node_work(&self, pid: Pid, fewer: &[Read], more: &[Read]) -> bool {
-        let mut fewer = fewer.iter().peekable();
-        let mut extra = 0;
-        for r in more {
-            if fewer.peek() == Some(&r) {
-                fewer.next();
-                continue;
-            }
-            match r.br {
-                Br::IncRefs(p) | Br::Acquire(p) if self.sent.contains(&(pid, p)) => extra += 1,
-                Br::SpawnLooper => {}
-                _ => return false,
-            }
-        }
-        fewer.next().is_none() && extra > 0
+        only_more(
+            fewer,
+            more,
+            |br| matches!(br, Br::IncRefs(p) | Br::Acquire(p) if self.sent.contains(&(pid, *p))),
+        )
     }
 
     /// Finding 0013's symptom at a later step than the request: Rust reads
@@ -662,23 +653,10 @@ impl Aftermath {
         if matches!(step.command, Command::Freeze { .. } | Command::Thaw(_)) {
             return false;
         }
-        let mut c = c.iter().peekable();
-        let mut notified = 0;
-        for r in rust {
-            if c.peek() == Some(&r) {
-                c.next();
-                continue;
-            }
-            match r.br {
-                Br::FrozenBinder {
-                    cookie,
-                    frozen: false,
-                } if self.freeze_after_death.contains(&(pid, cookie)) => notified += 1,
-                Br::SpawnLooper => {}
-                _ => return false,
-            }
-        }
-        c.next().is_none() && notified > 0
+        only_more(c, rust, |br| {
+            matches!(br, Br::FrozenBinder { cookie, frozen: false }
+                if self.freeze_after_death.contains(&(pid, *cookie)))
+        })
     }
 
     /// Finding 0018's symptom at a call, once a thread that made a call
@@ -719,6 +697,24 @@ impl Aftermath {
             && self.freeze_cookies.contains(&(step.pid, cookie)))
         .then(|| rule("freeze-cookie"))
     }
+}
+
+/// Whether `more` is `fewer` with reads in between that are only `extra`
+/// ones (at least one) or `BR_SPAWN_LOOPER`s, which reading more work may
+/// ask for.
+fn only_more(fewer: &[Read], more: &[Read], extra: impl Fn(&Br) -> bool) -> bool {
+    let mut fewer = fewer.iter().peekable();
+    let mut extras = 0;
+    for r in more {
+        if fewer.peek() == Some(&r) {
+            fewer.next();
+        } else if extra(&r.br) {
+            extras += 1;
+        } else if r.br != Br::SpawnLooper {
+            return false;
+        }
+    }
+    fewer.next().is_none() && extras > 0
 }
 
 /// Finding 0005: `BC_INCREFS`/`BC_ACQUIRE` on handle 0 whose reference to
