@@ -394,6 +394,23 @@ pub struct Read {
     pub br: Br,
 }
 
+/// The threads of process `pid` that drain their work after `step`, in
+/// order: every thread the driver knows, but those paused in a window
+/// (`busy`) other than the step's own thread. What userspace does between
+/// commands, the same for both drivers (`docs/commands.md`).
+pub(crate) fn draining_threads(
+    threads: &BTreeMap<Tid, usize>,
+    pid: Pid,
+    step: (Pid, Tid),
+    busy: &[(Pid, Tid)],
+) -> Vec<(Tid, usize)> {
+    threads
+        .iter()
+        .filter(|&(&tid, _)| !busy.contains(&(pid, tid)) || step == (pid, tid))
+        .map(|(&tid, &t)| (tid, t))
+        .collect()
+}
+
 impl Read {
     /// `br` read by thread 0.
     pub fn main(br: Br) -> Read {

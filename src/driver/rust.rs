@@ -29,8 +29,8 @@ use super::command::{
 };
 use super::exec::{drive, Tables, Windows};
 use super::observe::{
-    br_code, Br, Errno, ExtendedError, Log, NodeName, NodeState, Observed, ProcState, Read,
-    Received, RefState, Ret, Snapshot,
+    br_code, draining_threads, Br, Errno, ExtendedError, Log, NodeName, NodeState, Observed,
+    ProcState, Read, Received, RefState, Ret, Snapshot,
 };
 use crate::id_pool::IdPool;
 use crate::table::{Error, Manager, NodeId, NodeRefs, Operation, Request, Warning};
@@ -2291,14 +2291,12 @@ impl RustDriver {
         if !self.procs[pid.index()].open {
             return all;
         }
-        let tids: Vec<Tid> = self.procs[pid.index()].threads.keys().copied().collect();
-        for tid in tids {
-            if busy.contains(&(pid, tid)) && (step.pid, step.tid) != (pid, tid) {
+        let threads = &self.procs[pid.index()].threads;
+        for (tid, t) in draining_threads(threads, pid, (step.pid, step.tid), busy) {
+            // A thread gone while an earlier one drained reads nothing.
+            if self.procs[pid.index()].threads.get(&tid) != Some(&t) {
                 continue;
             }
-            let Some(&t) = self.procs[pid.index()].threads.get(&tid) else {
-                continue;
-            };
             let reads = self.drain_thread(t);
             all.extend(reads.into_iter().map(|br| Read { tid, br }));
         }
