@@ -299,11 +299,15 @@ pub enum Finding {
     /// the process by C, `BR_DEAD_REPLY` in Rust
     /// (`docs/findings/0018-call-to-exited-caller.md`).
     CallToExitedCaller,
+    /// A call to a dead process's node from a thread whose transaction
+    /// stack forbids the call: `BR_DEAD_REPLY` in C, `BR_FAILED_REPLY` in
+    /// Rust (`docs/findings/0019-dead-target-bad-stack.md`).
+    DeadTargetBadStack,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 21] = [
+    pub const ALL: [Finding; 22] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -325,6 +329,7 @@ impl Finding {
         Finding::FreezeNotifyRepeated,
         Finding::ThreadExitNodeWork,
         Finding::CallToExitedCaller,
+        Finding::DeadTargetBadStack,
     ];
 
     /// The findings of upstream's past versions of the handle table (the
@@ -361,6 +366,7 @@ impl Finding {
             Finding::FreezeNotifyRepeated => "freeze-notify-repeated",
             Finding::ThreadExitNodeWork => "thread-exit-node-work",
             Finding::CallToExitedCaller => "call-to-exited-caller",
+            Finding::DeadTargetBadStack => "dead-target-bad-stack",
         }
     }
 
@@ -395,6 +401,7 @@ impl Finding {
                 | Finding::FreezeNotifyRepeated
                 | Finding::ThreadExitNodeWork
                 | Finding::CallToExitedCaller
+                | Finding::DeadTargetBadStack
         )
     }
 

@@ -158,6 +158,12 @@ pub static RULES: &[Rule] = &[
         diverges: true,
     },
     Rule {
+        name: "dead-target-bad-stack",
+        title: "a call to a node whose owner died, from a thread whose transaction stack forbids a new call (its top transaction is one it sent and is waiting on): C looks the target up first and answers BR_DEAD_REPLY, Rust checks the stack first and answers BR_FAILED_REPLY",
+        kind: Kind::Finding("0019-dead-target-bad-stack"),
+        diverges: false,
+    },
+    Rule {
         name: "freeze-without-process",
         title: "BINDER_FREEZE on a pid with no Binder process: EINVAL in C, 0 in Rust",
         kind: Kind::Finding("0010-freeze-without-process"),
@@ -372,8 +378,6 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
                 Some(rule("oneway-spam"))
             } else if spawn_requests_only(c, rust) {
                 Some(rule("register-after-enter"))
-            } else if brs(c) == [Br::DeadReply] && brs(rust) == [Br::FailedReply] {
-                Some(rule("dying-target-reply"))
             } else {
                 None
             }
@@ -409,9 +413,13 @@ fn extended_error_explained(c: ExtendedError, rust: ExtendedError) -> bool {
     (same_failure && (stack || missing)) || (unrecorded && rust.command == OK)
 }
 
-/// Finding 0006, C's side, for a group of steps in which a process exited
-/// inside a transaction's window: the target died while the objects were
-/// being translated, after some of them already were. Its death emptied
+/// Finding 0006, for a group of steps in which a process exited inside a
+/// transaction's window: the target died while the objects were being
+/// translated. The sender reads `BR_DEAD_REPLY` in C
+/// (`binder_proc_transaction` finds the process dead) and
+/// `BR_FAILED_REPLY` in Rust (`insert_or_update_handle`'s `ESRCH` fails
+/// the translation). On C's side, the death came after some objects
+/// already were translated. Its death emptied
 /// its reference tree, so the buffer's first handles now name references C
 /// made after the death, for other nodes; whether C then finds the process
 /// dead or a later object fails, `binder_transaction_buffer_release`
@@ -421,7 +429,11 @@ fn extended_error_explained(c: ExtendedError, rust: ExtendedError) -> bool {
 /// insert refused the dead process; the lines are a multiset difference, so
 /// its failed translation is matched by C's own when a later object
 /// failed) and no other line the log-lines rule does not allow.
-pub fn released_by_stale_handles(diff: &Diff) -> Option<&'static Rule> {
+pub fn target_died_in_window(diff: &Diff) -> Option<&'static Rule> {
+    if let Diff::Reads { c, rust, .. } = diff {
+        let dead_against_failed = brs(c) == [Br::DeadReply] && brs(rust) == [Br::FailedReply];
+        return dead_against_failed.then(|| rule("dying-target-reply"));
+    }
     if let Diff::Ee {
         rust: Some(rust), ..
     } = diff
@@ -583,9 +595,37 @@ impl Aftermath {
     pub fn explain(&self, step: &Step, diff: &Diff) -> Option<&'static Rule> {
         match diff {
             Diff::Ret { c, rust } => self.freeze_cookie_taken(step, *c, *rust),
+            Diff::Ee {
+                c: Some(c),
+                rust: Some(rust),
+            } if self.may_call_dead_target_on_bad_stack(step) => {
+                use idpool::driver::br_code::{DEAD_REPLY, FAILED_REPLY};
+                let einval = -Errno::Inval.code();
+                let dead_against_failed = (c.command, rust.command) == (DEAD_REPLY, FAILED_REPLY)
+                    && c.param == einval
+                    && rust.param == einval
+                    && c.id_set == rust.id_set;
+                dead_against_failed.then(|| rule("dead-target-bad-stack"))
+            }
+            // Each driver names the check that refused the call: C's
+            // "cannot find target node" (binder.c:3249), Rust's "got new
+            // transaction with bad transaction stack" (thread.rs:1250).
+            Diff::Log { c, rust }
+                if self.may_call_dead_target_on_bad_stack(step)
+                    && c[..] == [Log::NoTargetNode]
+                    && rust[..] == [Log::CallBadStack] =>
+            {
+                Some(rule("dead-target-bad-stack"))
+            }
             Diff::Reads { pid, c, rust } => {
                 let pid = Pid(*pid as u8);
-                if self.refused_nodes_only(pid, c, rust) {
+                if pid == step.pid
+                    && self.may_call_dead_target_on_bad_stack(step)
+                    && brs(c) == [Br::DeadReply]
+                    && brs(rust) == [Br::FailedReply]
+                {
+                    Some(rule("dead-target-bad-stack"))
+                } else if self.refused_nodes_only(pid, c, rust) {
                     Some(rule("failed-set-manager"))
                 } else if self.moved_node_work(pid, c, rust) {
                     Some(rule("thread-exit-node-work"))
@@ -677,6 +717,28 @@ impl Aftermath {
             && c.iter().any(|b| matches!(b, Br::Call(_)))
             && c.iter().all(|b| matches!(b, Br::Call(_) | Br::SpawnLooper));
         dead_reply_in_rust_only || call_in_c_only
+    }
+
+    /// Finding 0019's preconditions: `step` is a call (not one-way) from a
+    /// thread that made a call before it (whose reply it may still wait
+    /// for, so that its stack forbids a new call), after a process exited
+    /// (whose nodes the call may name). C looks the target up first
+    /// (`binder_get_node_refs_for_txn` sets `BR_DEAD_REPLY` for a node
+    /// without `node->proc`, binder.c:2975-2982, and the call fails at
+    /// 3248-3254 with `-EINVAL`) and checks the stack after (3298-3314);
+    /// Rust checks the stack first (`top_of_transaction_stack`,
+    /// thread.rs:1364 and 1246-1251, `EINVAL`, so `BR_FAILED_REPLY`) and
+    /// finds the target dead only when it allocates the buffer in
+    /// `Transaction::new` (process.rs:1069).
+    fn may_call_dead_target_on_bad_stack(&self, step: &Step) -> bool {
+        // `follow` has noted this call too: the thread's earlier one makes
+        // a second entry.
+        let calls = self
+            .calling
+            .iter()
+            .filter(|&&t| t == (step.pid, step.tid))
+            .count();
+        matches!(step.command, Command::Call { .. }) && calls >= 2 && self.anyone_exited
     }
 
     /// `BC_REQUEST_FREEZE_NOTIFICATION` with a cookie the process already
@@ -1005,7 +1067,7 @@ mod tests {
         };
         let weak = Log::InvalidDecrement { strong: false };
         let rust = [Log::TranslateFailed, Log::CopyFailed];
-        let found = |d: &Diff| released_by_stale_handles(d).map(|r| r.name);
+        let found = |d: &Diff| target_died_in_window(d).map(|r| r.name);
         // C finds the process dead, or a later object fails.
         let dead = [weak, Log::DeadProcess, Log::BadBufferObject];
         assert_eq!(found(&log(&dead, &rust)), Some("dying-target-reply"));

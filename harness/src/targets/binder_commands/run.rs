@@ -647,7 +647,7 @@ fn compare_group(
                 })
                 .or_else(|| {
                     exited_in_window
-                        .then(|| compare::released_by_stale_handles(d))
+                        .then(|| compare::target_died_in_window(d))
                         .flatten()
                 })
         })
