@@ -62,6 +62,14 @@ impl FailFirst {
     }
 }
 
+/// A command run to completion, as [`Sequential`], with its fault plan.
+impl<D: ?Sized> Windows<D> for FailFirst {
+    fn gfp(&mut self, site: AllocSite) -> Gfp {
+        FailFirst::gfp(self, site)
+    }
+    fn window(&mut self, _: &mut D, _: AllocSite, _: Held) {}
+}
+
 /// Locks other than the process's that a command keeps while it allocates
 /// with the process lock dropped: a command that needs one of them waits
 /// until the paused command is done.

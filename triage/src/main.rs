@@ -79,6 +79,14 @@ enum Command {
         /// DIR (the same paths and flags), on this tree's models and rules.
         #[arg(long, value_name = "DIR")]
         from_raw: Option<PathBuf>,
+        /// Replay only the programs that fail an allocation, N times each:
+        /// the failing step's ioctl fails its 1st, ..., Nth allocation
+        /// (fail-nth; kernels with fault injection, such as
+        /// C_KERNEL_IMAGE and RUST_KERNEL_IMAGE built with
+        /// ci/kernel/debug.config), each run against the model; prints
+        /// which allocation is the model's failure on each driver.
+        #[arg(long, value_name = "N", conflicts_with_all = ["sequential", "save_raw", "from_raw"])]
+        fail_sweep: Option<u32>,
     },
     /// Replay an input step by step, allocator beside model; exit 1 if it fails.
     Repro {
@@ -210,16 +218,20 @@ fn main() -> ExitCode {
             sequential,
             save_raw,
             from_raw,
-        } => real::run(
-            &paths,
-            driver,
-            mainline,
-            sequential,
-            real::Raw {
-                save: save_raw,
-                load: from_raw,
-            },
-        ),
+            fail_sweep,
+        } => match fail_sweep {
+            Some(n) => real::fail_sweep(&paths, driver, mainline, n),
+            None => real::run(
+                &paths,
+                driver,
+                mainline,
+                sequential,
+                real::Raw {
+                    save: save_raw,
+                    load: from_raw,
+                },
+            ),
+        },
         Command::Minimize {
             file,
             target,

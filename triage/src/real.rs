@@ -9,13 +9,17 @@
 //! another version, a window or a failing allocation is skipped with the
 //! reason.
 
-use binder_vm::compare::{against_model, changes, show_items, show_only, Mismatch};
-use binder_vm::klog::{self, Limit};
+use binder_vm::compare::{
+    against_failing_model, against_model, changes, show_items, show_only, Mismatch,
+};
+use binder_vm::klog::{self, Class, Limit, LogLine};
 use binder_vm::replay::{replay_with, Kernel, Options, Replay, TraceRun};
+use binder_vm::wire::FailNth;
 use binder_vm::Driver;
 use idpool::driver::{Log, Pid, Program, Snapshot};
+use idpool::AllocSite;
 use idpool_harness::targets::binder_commands::compare::{self, Diff};
-use idpool_harness::targets::binder_commands::CmdProgram;
+use idpool_harness::targets::binder_commands::{CmdProgram, Plan};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,12 +75,56 @@ fn rust_kernel(root: &Path) -> Result<Kernel, String> {
     })
 }
 
+/// The C driver's kernel: Debian's kernel and module (`ci/kernel-vm.sh
+/// --prepare`), or `C_KERNEL_IMAGE`, a kernel with the C driver built in
+/// and binderfs (`ci/kernel-rust.sh --fragment ci/kernel/c-binder.config`,
+/// with `--fragment ci/kernel/debug.config` for KASAN and lockdep).
+fn c_kernel(root: &Path) -> Result<Kernel, String> {
+    let Some(image) = std::env::var_os("C_KERNEL_IMAGE") else {
+        return Kernel::c_from_cache(root).map_err(|e| e.to_string());
+    };
+    let image = PathBuf::from(image);
+    if !image.is_file() {
+        return Err(format!("C_KERNEL_IMAGE={} is not a file", image.display()));
+    }
+    let executor = Kernel::static_executor(root);
+    if !executor.is_file() {
+        return Err(format!(
+            "{} is missing: run ci/kernel-vm.sh --prepare",
+            executor.display()
+        ));
+    }
+    Ok(Kernel {
+        driver: Driver::C,
+        image,
+        module: None,
+        executor,
+    })
+}
+
 /// The programs under `paths`: trace files (`*.trace`), or raw inputs of
 /// the `binder_commands` target, each named by its path; those that cannot
 /// run on a real kernel are returned apart with the reason.
 type Loaded = (Vec<(String, Program)>, Vec<(String, String)>);
 
 fn load(paths: &[PathBuf], mainline: bool, sequential: bool) -> Result<Loaded, String> {
+    let (ok, skipped) = load_failing(paths, mainline, sequential, false)?;
+    Ok((ok.into_iter().map(|(n, p, _)| (n, p)).collect(), skipped))
+}
+
+/// A program with the allocation site each step fails, if any.
+type Failing = (String, Program, Vec<Option<AllocSite>>);
+/// The programs to replay, and those skipped with the reason.
+type LoadedFailing = (Vec<Failing>, Vec<(String, String)>);
+
+/// [`load`], keeping the programs with failing allocations (and no
+/// window) when `failing` is set, each with its steps' sites.
+fn load_failing(
+    paths: &[PathBuf],
+    mainline: bool,
+    sequential: bool,
+    failing: bool,
+) -> Result<LoadedFailing, String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -129,20 +177,33 @@ fn load(paths: &[PathBuf], mainline: bool, sequential: bool) -> Result<Loaded, S
         }
         if !program.is_mainline() {
             skipped.push((name, "names a version other than mainline".into()));
-        } else if program.planned() {
-            skipped.push((name, "has a window or a failing allocation".into()));
+        } else if program.plans.iter().any(|p| p.window.is_some()) {
+            skipped.push((name, "has a window".into()));
+        } else if program.planned() && !failing {
+            skipped.push((name, "has a failing allocation (see --fail-sweep)".into()));
         } else if program.program.steps.is_empty() {
             skipped.push((name, "has no step".into()));
         } else {
-            ok.push((name, program.program));
+            let fail = program.plans.iter().map(|p| p.fail).collect();
+            ok.push((name, program.program, fail));
         }
     }
     Ok((ok, skipped))
 }
 
 fn replay(kernel: &Kernel, programs: &[(String, Program)]) -> Result<Replay, String> {
+    replay_failing(kernel, programs, BTreeMap::new())
+}
+
+/// [`replay`], with the faults `fail_nth` injects, by trace name.
+fn replay_failing(
+    kernel: &Kernel,
+    programs: &[(String, Program)],
+    fail_nth: BTreeMap<String, Vec<FailNth>>,
+) -> Result<Replay, String> {
     let opts = Options {
         verbose: true,
+        fail_nth,
         ..Options::default()
     };
     let result = replay_with(kernel, programs, &opts).map_err(|e| e.to_string())?;
@@ -193,6 +254,43 @@ fn print(which: &str, name: &str, mismatches: &[Mismatch]) -> bool {
         println!("    {m}");
     }
     false
+}
+
+/// The kernel's own warnings in one trace's log (a `WARNING:`, `BUG:` or
+/// `Oops` line outside the driver's messages: KASAN's and lockdep's reports
+/// and every `WARN_ON` start so), each with where it was printed: while
+/// the processes opened the device, at a step (with its command), at the
+/// executor's flush, or while the processes closed it. No model has such a
+/// line: any one fails the replay.
+fn kernel_warnings(t: &TraceRun) -> Vec<String> {
+    let mut parts: Vec<(String, &[LogLine])> = vec![("at the open".into(), &t.begin_log[..])];
+    for (i, s) in t.steps.iter().enumerate() {
+        parts.push((format!("at step {i} `{}`", s.step), &s.log[..]));
+    }
+    parts.push(("at the flush".into(), &t.flush_log[..]));
+    parts.push(("at the close".into(), &t.end_log[..]));
+    warnings_in(parts)
+}
+
+/// The warning lines of `parts`, each as "WHERE: LINE".
+fn warnings_in<'a>(parts: impl IntoIterator<Item = (String, &'a [LogLine])>) -> Vec<String> {
+    parts
+        .into_iter()
+        .flat_map(|(at, log)| {
+            log.iter()
+                .filter(|l| l.class == Class::Splat)
+                .map(move |l| format!("{at}: {}", l.message))
+        })
+        .collect()
+}
+
+/// Prints one driver's kernel warnings in a trace; whether there were any.
+fn print_warnings(which: &str, name: &str, t: &TraceRun) -> bool {
+    let warnings = kernel_warnings(t);
+    for w in &warnings {
+        println!("{name}: {which}: KERNEL WARNING {w}");
+    }
+    !warnings.is_empty()
 }
 
 /// A snapshot without its death notifications: the Rust driver's debug
@@ -291,6 +389,7 @@ fn print_drivers(
     name: &str,
     c: &TraceRun,
     rust: &TraceRun,
+    fail: &[Option<AllocSite>],
     by_rule: &mut BTreeMap<&'static str, usize>,
 ) -> bool {
     let mut new = false;
@@ -330,8 +429,11 @@ fn print_drivers(
         let rules: Vec<_> = kept
             .iter()
             .map(|d| {
-                compare::explain(&sc.step, Default::default(), d)
-                    .or_else(|| aftermath.explain(&sc.step, d))
+                let plan = Plan {
+                    window: None,
+                    fail: fail.get(i).copied().flatten(),
+                };
+                compare::explain(&sc.step, plan, d).or_else(|| aftermath.explain(&sc.step, d))
             })
             .collect();
         let node_left = compare::refused_manager_node(
@@ -477,15 +579,11 @@ pub fn run(
         return Err("no program to replay".into());
     }
     let mut disagree = [0usize; 2];
+    let mut warned = [0usize; 2];
     let mut new_differences = 0;
     let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
     let c_runs = match which {
-        Which::C | Which::Both => Some(runs_of(
-            Driver::C,
-            || Kernel::c_from_cache(&root).map_err(|e| e.to_string()),
-            &programs,
-            &raw,
-        )?),
+        Which::C | Which::Both => Some(runs_of(Driver::C, || c_kernel(&root), &programs, &raw)?),
         Which::Rust => None,
     };
     let rust_runs = match which {
@@ -501,6 +599,7 @@ pub fn run(
     for (i, (name, _)) in programs.iter().enumerate() {
         if let Some(r) = &c_runs {
             disagree[0] += usize::from(!print("C", name, &against_model(&r.traces[i], Driver::C)));
+            warned[0] += usize::from(print_warnings("C", name, &r.traces[i]));
         }
         if let Some(r) = &rust_runs {
             disagree[1] += usize::from(!print(
@@ -508,6 +607,7 @@ pub fn run(
                 name,
                 &against_model(&r.traces[i], Driver::Rust),
             ));
+            warned[1] += usize::from(print_warnings("Rust", name, &r.traces[i]));
         }
         if let (Some(c), Some(r)) = (&c_runs, &rust_runs) {
             let before: usize = by_rule.values().sum();
@@ -515,6 +615,7 @@ pub fn run(
                 name,
                 &c.traces[i],
                 &r.traces[i],
+                &[],
                 &mut by_rule,
             ));
             differing_programs += usize::from(by_rule.values().sum::<usize>() > before);
@@ -531,13 +632,17 @@ pub fn run(
             "does NOT agree with its real driver"
         }
     );
-    for (driver, runs, n) in [
-        ("C", &c_runs, disagree[0]),
-        ("Rust", &rust_runs, disagree[1]),
+    for (driver, runs, n, w) in [
+        ("C", &c_runs, disagree[0], warned[0]),
+        ("Rust", &rust_runs, disagree[1], warned[1]),
     ] {
         if let Some(r) = runs {
             println!(
                 "real-kernel: {driver}: {n} program(s) where the model and the real driver differ"
+            );
+            println!(
+                "real-kernel: {driver}: {w} program(s) with a kernel warning (KASAN, lockdep, WARN, BUG){}",
+                if w == 0 { "" } else { ": listed above as KERNEL WARNING" }
             );
             if !r.boots.is_empty() {
                 println!("{}", figures(driver, r));
@@ -556,16 +661,201 @@ pub fn run(
             if new_differences == 0 { "" } else { " (listed above as NEW)" }
         );
     }
-    Ok(if agree && new_differences == 0 {
+    Ok(if agree && new_differences == 0 && warned == [0, 0] {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
+/// Replays every program under `paths` that fails an allocation (a step
+/// with `fail-ref`, `fail-grow` or `fail-shrink`) on the real drivers
+/// `which`, `up_to` times: the failing step's ioctl runs with its 1st,
+/// 2nd, ... `up_to`th allocation failed (`fail-nth`; kernels with fault
+/// injection, such as `ci/kernel/debug.config`'s). Each run is compared
+/// with the model that fails the step's first allocation at the planned
+/// site, which maps the model's site to the real driver's allocation: the
+/// `n` whose run agrees. With both drivers, the real C and Rust runs at
+/// their matching `n` are compared as `run` compares them. Exit 1 when a
+/// program matches no `n` on a driver, when the drivers differ in a way no
+/// rule names, or when a kernel warned.
+pub fn fail_sweep(
+    paths: &[PathBuf],
+    which: Which,
+    mainline: bool,
+    up_to: u32,
+) -> Result<ExitCode, String> {
+    if up_to == 0 {
+        return Err("--fail-sweep needs a count of at least 1".into());
+    }
+    let root = workspace();
+    let (loaded, mut skipped) = load_failing(paths, mainline, false, true)?;
+    let mut programs: Vec<Failing> = Vec::new();
+    for (name, program, fail) in loaded {
+        match fail.iter().filter(|f| f.is_some()).count() {
+            0 => skipped.push((name, "fails no allocation".into())),
+            1 => programs.push((name, program, fail)),
+            _ => skipped.push((name, "fails allocations at more than one step".into())),
+        }
+    }
+    for (name, why) in &skipped {
+        println!("{name}: skipped: {why}");
+    }
+    if programs.is_empty() {
+        return Err("no program with a failing allocation to replay".into());
+    }
+    // Every program once per n, each variant named by its program and n.
+    let variant = |name: &str, n: u32| format!("{name} fail-nth {n}");
+    let mut variants = Vec::new();
+    let mut fail_nth = BTreeMap::new();
+    for (name, program, fail) in &programs {
+        let step = fail
+            .iter()
+            .position(Option::is_some)
+            .expect("one failing step");
+        for n in 1..=up_to {
+            variants.push((variant(name, n), program.clone()));
+            fail_nth.insert(variant(name, n), vec![FailNth { step, nth: n }]);
+        }
+    }
+    let mut runs: Vec<(Driver, Replay)> = Vec::new();
+    if which != Which::Rust {
+        if std::env::var_os("C_KERNEL_IMAGE").is_none() {
+            return Err("--fail-sweep on the C driver needs a kernel with fault injection, and Debian's has none: build one with `ci/kernel-rust.sh --fragment ci/kernel/c-binder.config --fragment ci/kernel/debug.config` and set C_KERNEL_IMAGE to the path it prints".into());
+        }
+        runs.push((
+            Driver::C,
+            replay_failing(&c_kernel(&root)?, &variants, fail_nth.clone())?,
+        ));
+    }
+    if which != Which::C {
+        runs.push((
+            Driver::Rust,
+            replay_failing(&rust_kernel(&root)?, &variants, fail_nth)?,
+        ));
+    }
+    let mut unmatched = 0;
+    let mut warned = 0;
+    let mut new_differences = 0;
+    let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for (k, (name, program, fail)) in programs.iter().enumerate() {
+        let step = fail
+            .iter()
+            .position(Option::is_some)
+            .expect("one failing step");
+        let site = fail[step].expect("the failing step");
+        println!(
+            "{name}: step {step} `{}` fails its first {} allocation in the model",
+            program.steps[step],
+            site_name(site)
+        );
+        let mut matched: Vec<Option<&TraceRun>> = Vec::new();
+        for (driver, replay) in &runs {
+            let which = driver_name(*driver);
+            let mut first_match = None;
+            for n in 1..=up_to {
+                let t = &replay.traces[k * up_to as usize + n as usize - 1];
+                let fault = t.steps.get(step).and_then(|s| s.fault);
+                let injected = match fault {
+                    Some(f) if f.injected => "injected",
+                    Some(_) => "not injected (fewer allocations)",
+                    None => "not run",
+                };
+                let mismatches = against_failing_model(t, *driver, fail);
+                let verdict = if mismatches.is_empty() {
+                    "agrees with the model".to_string()
+                } else {
+                    format!("{} difference(s) from the model", mismatches.len())
+                };
+                println!("{name}: {which}: fail-nth {n}: {injected}; {verdict}");
+                warned += usize::from(print_warnings(which, &t.name, t));
+                if mismatches.is_empty() && fault.is_some_and(|f| f.injected) {
+                    first_match.get_or_insert((n, t));
+                }
+            }
+            match first_match {
+                Some((n, _)) => println!(
+                    "{name}: {which}: the model's {} failure is allocation {n} of the real driver's ioctl",
+                    site_name(site)
+                ),
+                None => {
+                    unmatched += 1;
+                    println!(
+                        "{name}: {which}: no fail-nth from 1 to {up_to} agrees with the model"
+                    );
+                }
+            }
+            matched.push(first_match.map(|(_, t)| t));
+        }
+        if let [Some(c), Some(rust)] = matched[..] {
+            new_differences += usize::from(print_drivers(name, c, rust, fail, &mut by_rule));
+        }
+    }
+    println!(
+        "real-kernel: {} program(s) with a failing allocation, {} skipped; {unmatched} program-driver pair(s) where no fail-nth agrees with the model; {warned} run(s) with a kernel warning",
+        programs.len(),
+        skipped.len()
+    );
+    if runs.len() == 2 {
+        for (rule, n) in &by_rule {
+            println!("real-kernel:     {rule}: {n}");
+        }
+        println!(
+            "real-kernel: {new_differences} program(s) where the real C and Rust drivers differ in a way no rule names"
+        );
+    }
+    Ok(if unmatched == 0 && warned == 0 && new_differences == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A site as traces name it.
+fn site_name(site: AllocSite) -> &'static str {
+    match site {
+        AllocSite::Ref => "fail-ref",
+        AllocSite::Grow => "fail-grow",
+        AllocSite::Shrink => "fail-shrink",
+    }
+}
+
+fn driver_name(driver: Driver) -> &'static str {
+    match driver {
+        Driver::C => "C",
+        Driver::Rust => "Rust",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_warnings_are_kasan_lockdep_and_warn_lines_only() {
+        let line = |raw: &str| klog::classify(raw, Driver::C);
+        let step = [
+            line("<3>[   12.000000] binder_linux: 100:100 got transaction to invalid handle, 7"),
+            line("<3>[   12.100000] BUG: KASAN: slab-use-after-free in binder_free_buf+0x1c/0x90"),
+            line("<4>[   12.200000] Call Trace:"),
+        ];
+        let close = [line(
+            "<4>[   13.000000] WARNING: possible circular locking dependency detected",
+        )];
+        let found = warnings_in([
+            ("at step 2 `p0 free`".to_string(), &step[..]),
+            ("at the close".to_string(), &close[..]),
+        ]);
+        assert_eq!(
+            found,
+            [
+                "at step 2 `p0 free`: BUG: KASAN: slab-use-after-free in binder_free_buf+0x1c/0x90",
+                "at the close: WARNING: possible circular locking dependency detected",
+            ]
+        );
+        // The driver's own lines, and a trace without warnings: none.
+        assert!(warnings_in([("at the open".to_string(), &step[..1])]).is_empty());
+    }
     use idpool::driver::{NodeName, ProcState, RefState};
 
     #[test]

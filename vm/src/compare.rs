@@ -30,10 +30,10 @@ use crate::driver::Driver;
 use crate::klog::{self, Class, Limit, LogLine, RateLimits};
 use crate::replay::{StepRun, TraceRun};
 use idpool::driver::{
-    CDriver, Log, NodeState, Observed, Pid, ProcState, RefState, RustDriver, Sequential, Snapshot,
+    CDriver, FailFirst, Log, NodeState, Observed, Pid, ProcState, RefState, RustDriver, Snapshot,
     Step,
 };
-use idpool::Version;
+use idpool::{AllocSite, Version};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -68,10 +68,12 @@ impl Model {
         }
     }
 
-    fn exec(&mut self, step: &Step) -> (Observed, Snapshot) {
+    /// Runs `step`, the first allocation at `fail` failing.
+    fn exec(&mut self, step: &Step, fail: Option<AllocSite>) -> (Observed, Snapshot) {
+        let mut plan = FailFirst::at(fail);
         match self {
-            Model::C(d) => (d.exec(step, &[], &mut Sequential), d.snapshot()),
-            Model::Rust(d) => (d.exec(step, &[], &mut Sequential), d.snapshot()),
+            Model::C(d) => (d.exec(step, &[], &mut plan), d.snapshot()),
+            Model::Rust(d) => (d.exec(step, &[], &mut plan), d.snapshot()),
         }
     }
 
@@ -92,11 +94,22 @@ impl Model {
 /// that driver (mainline) on the same program; empty when they agree on
 /// every observable of every step that ran.
 pub fn against_model(run: &TraceRun, driver: Driver) -> Vec<Mismatch> {
+    against_failing_model(run, driver, &[])
+}
+
+/// [`against_model`] for a run with allocations failed on purpose: the
+/// model fails, at step `i`, the first allocation at the site `fail[i]`
+/// names (a step past the end of `fail` fails none).
+pub fn against_failing_model(
+    run: &TraceRun,
+    driver: Driver,
+    fail: &[Option<AllocSite>],
+) -> Vec<Mismatch> {
     let mut model = Model::new(driver, &run.program.euids);
     let mut out = Vec::new();
     let mut dropped = Dropped::default();
     for (i, real) in run.steps.iter().enumerate() {
-        let (observed, snapshot) = model.exec(&real.step);
+        let (observed, snapshot) = model.exec(&real.step, fail.get(i).copied().flatten());
         let mut push = |what: String| {
             out.push(Mismatch {
                 step: i,

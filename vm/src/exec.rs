@@ -12,7 +12,7 @@ use crate::klog::{self, Class, Limit, RateLimits, Window};
 use crate::program;
 use crate::sys;
 use crate::wire::{
-    Config, Driver, Pace, Record, Release, TraceFile, WireBr, WireEe, WireProc, WireRet,
+    Config, Driver, Fault, Pace, Record, Release, TraceFile, WireBr, WireEe, WireProc, WireRet,
 };
 use idpool::driver::{Command, Step};
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,9 @@ enum Request {
         command: String,
         /// The VM pids of `p0`, `p1`, ...
         pids: Vec<i32>,
+        /// Fail this allocation of the command's ioctl (`fail-nth`).
+        #[serde(default)]
+        fail_nth: Option<u32>,
     },
     /// Each thread the driver knows reads and answers everything the
     /// driver has for it.
@@ -69,6 +72,8 @@ struct Reply {
     reads: Vec<WireBr>,
     /// Anything off.
     notes: Vec<String>,
+    /// Whether the command's planned allocation failure was injected.
+    fault_injected: Option<bool>,
     /// Set when it could not do what it was asked at all.
     error: Option<String>,
 }
@@ -176,6 +181,23 @@ fn mount_all(driver: Driver) -> Result<(), String> {
     Ok(())
 }
 
+/// Lets `fail-nth` fail the drivers' allocations: every fault attribute
+/// exempts, by default, allocations that may sleep (`ignore-gfp-wait`),
+/// which are all of the drivers' (`GFP_KERNEL`); each injected fault logs
+/// one line (`verbose` 1). Fails on a kernel without fault injection's
+/// debugfs files.
+fn allow_faults() -> Result<(), String> {
+    for attr in ["failslab", "fail_page_alloc"] {
+        for (file, value) in [("ignore-gfp-wait", "N"), ("verbose", "1")] {
+            let path = format!("/sys/kernel/debug/{attr}/{file}");
+            std::fs::write(&path, value).map_err(|e| {
+                format!("write {value} to {path}: {e} (a kernel without CONFIG_FAULT_INJECTION_DEBUG_FS?)")
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// What the executor writes to `/dev/kmsg` before reading the log.
 const MARK: &str = "binder-exec: mark";
 
@@ -213,9 +235,8 @@ struct Devices {
 impl Devices {
     fn make(cfg: &Config) -> Result<Devices, String> {
         let names: Vec<String> = (0..cfg.traces.len()).map(|i| format!("b{i}")).collect();
-        match cfg.driver {
-            Driver::C => {
-                let module = cfg.module.as_deref().ok_or("the C driver needs a module")?;
+        match (cfg.driver, cfg.module.as_deref()) {
+            (Driver::C, Some(module)) => {
                 let f = File::open(module).map_err(|e| format!("open {module}: {e}"))?;
                 let flags = if module.ends_with(".xz") || module.ends_with(".zst") {
                     MODULE_INIT_COMPRESSED_FILE
@@ -236,7 +257,9 @@ impl Devices {
                     paths: names.iter().map(|n| format!("/dev/{n}")).collect(),
                 })
             }
-            Driver::Rust => {
+            // The Rust driver, and a C driver built in (no module): the
+            // devices are made in binderfs.
+            (driver, _) => {
                 let control = File::open("/dev/binderfs/binder-control")
                     .map_err(|e| format!("open /dev/binderfs/binder-control: {e}"))?;
                 for n in &names {
@@ -244,7 +267,7 @@ impl Devices {
                         .map_err(|e| format!("BINDER_CTL_ADD {n}: {e}"))?;
                 }
                 Ok(Devices {
-                    driver: Driver::Rust,
+                    driver,
                     paths: names.iter().map(|n| format!("/dev/binderfs/{n}")).collect(),
                 })
             }
@@ -268,8 +291,13 @@ fn run(out: &mut Output) -> Result<(), String> {
     let cfg: Config =
         serde_json::from_str(&text).map_err(|e| format!("parse {CONFIG_PATH}: {e}"))?;
     *out = Output::open(&cfg.output);
-    if cfg.driver == Driver::Rust {
+    // binderfs (which `mount_all` mounts for the Rust driver) holds the
+    // devices of a built-in driver, C's too.
+    if cfg.driver == Driver::Rust || cfg.module.is_none() {
         mount_all(Driver::Rust)?;
+    }
+    if cfg.traces.iter().any(|t| !t.fail_nth.is_empty()) {
+        allow_faults()?;
     }
     let devices = Devices::make(&cfg)?;
     if cfg.driver == Driver::Rust {
@@ -492,6 +520,8 @@ struct CommandDone {
     /// For `exit`: the wait for the deferred release.
     release: Option<Release>,
     notes: Vec<String>,
+    /// The fault injected into the command, if one was asked for.
+    fault: Option<Fault>,
 }
 
 impl TraceRun<'_> {
@@ -563,6 +593,7 @@ impl TraceRun<'_> {
         let reply = probe.ask(&Request::Run {
             tid: 0,
             command: "send 1".into(),
+            fail_nth: None,
             pids: Vec::new(),
         })?;
         if reply.ret != Some(WireRet::Ok) {
@@ -596,7 +627,7 @@ impl TraceRun<'_> {
     fn step(&mut self, s: usize, step: &Step) -> Result<Record, String> {
         let paced_us = self.pacer.before_command(self.expected_lines(step));
         let t0 = sys::boottime_us();
-        let done = self.command(step)?;
+        let done = self.command(s, step)?;
         let mut notes = done.notes;
         let reads = self.drain(&mut notes)?;
         let log = klog_lines();
@@ -615,6 +646,7 @@ impl TraceRun<'_> {
             us: sys::boottime_us() - t0,
             full_limits,
             notes,
+            fault: done.fault,
         })
     }
 
@@ -634,13 +666,14 @@ impl TraceRun<'_> {
     /// Runs the step's command in its process, on its thread (`exit`: the
     /// process closes the device and exits; nothing for a process that
     /// has exited).
-    fn command(&mut self, step: &Step) -> Result<CommandDone, String> {
+    fn command(&mut self, s: usize, step: &Step) -> Result<CommandDone, String> {
         let k = step.pid.index();
         let mut done = CommandDone {
             ret: WireRet::Skipped,
             ee: None,
             release: None,
             notes: Vec::new(),
+            fault: None,
         };
         if !self.children[k].alive {
             return Ok(done);
@@ -650,10 +683,16 @@ impl TraceRun<'_> {
             done.ret = WireRet::Ok;
             return Ok(done);
         }
+        let fail_nth = self.cfg.traces[self.index]
+            .fail_nth
+            .iter()
+            .find(|f| f.step == s)
+            .map(|f| f.nth);
         let request = Request::Run {
             tid: step.tid.0,
             command: step.command.to_string(),
             pids: self.children.iter().map(|c| c.pid).collect(),
+            fail_nth,
         };
         let reply = self.children[k].ask(&request)?;
         done.notes = reply
@@ -663,6 +702,9 @@ impl TraceRun<'_> {
             .collect();
         done.ret = reply.ret.ok_or("no result for a command")?;
         done.ee = reply.ee;
+        done.fault = fail_nth
+            .zip(reply.fault_injected)
+            .map(|(nth, injected)| Fault { nth, injected });
         Ok(done)
     }
 

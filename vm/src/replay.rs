@@ -9,7 +9,9 @@ use crate::initramfs::Initramfs;
 use crate::klog::{self, Class, Limit, LogLine};
 use crate::program;
 use crate::qemu::{self, Boot, BootError};
-use crate::wire::{Config, Pace, Record, Release, TraceFile, WireBr, WireProc, WireRet};
+use crate::wire::{
+    Config, FailNth, Fault, Pace, Record, Release, TraceFile, WireBr, WireProc, WireRet,
+};
 use crate::{abi, exec};
 use idpool::driver::{
     Br, Command, Errno, ExtendedError, NodeName, NodeState, Observed, Pid, ProcState, Program,
@@ -108,6 +110,8 @@ pub struct Options {
     pub work_dir: Option<PathBuf>,
     /// Progress on stderr.
     pub verbose: bool,
+    /// The faults to inject, by trace name: each step's `fail-nth`.
+    pub fail_nth: BTreeMap<String, Vec<FailNth>>,
 }
 
 impl Default for Options {
@@ -123,6 +127,7 @@ impl Default for Options {
             append: String::new(),
             work_dir: None,
             verbose: false,
+            fail_nth: BTreeMap::new(),
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct StepRun {
     pub release: Option<Release>,
     /// Milliseconds waited for the log's rate limit before the step.
     pub paced_ms: u64,
+    /// The fault injected into its command, if one was asked for.
+    pub fault: Option<Fault>,
     /// Microseconds the step took in the VM.
     pub us: u64,
     /// The C driver's rate limits whose window had printed its whole
@@ -296,11 +303,6 @@ pub fn replay_with(
             }
         }
     }
-    if kernel.driver == Driver::C && kernel.module.is_none() {
-        return Err(Error::Input(
-            "the C driver needs its module (binder_linux.ko)".into(),
-        ));
-    }
     for (name, p) in traces {
         p.check()
             .map_err(|e| Error::Input(format!("trace {name}: {e}")))?;
@@ -405,6 +407,7 @@ fn initramfs(kernel: &Kernel, traces: &[(String, Program)], opts: &Options) -> R
         files.push(TraceFile {
             name: name.clone(),
             path,
+            fail_nth: opts.fail_nth.get(name).cloned().unwrap_or_default(),
         });
     }
     let cfg = Config {
@@ -677,6 +680,7 @@ impl Conv {
                 us,
                 full_limits,
                 notes,
+                fault,
                 ..
             } => {
                 let Some(program_step) = self.run.program.steps.get(step).cloned() else {
@@ -702,6 +706,7 @@ impl Conv {
                     ret,
                     release,
                     paced_ms,
+                    fault,
                     us,
                     full_limits,
                     notes,

@@ -44,6 +44,21 @@ pub fn finit_module(fd: RawFd, params: &str, flags: libc::c_int) -> io::Result<(
     }
 }
 
+/// The calling thread's `fail-nth`: its `nth` allocation from now fails.
+pub fn set_fail_nth(nth: u32) -> io::Result<()> {
+    std::fs::write("/proc/thread-self/fail-nth", nth.to_string())
+}
+
+/// The calling thread's `fail-nth` count, then cleared: 0 once the fault
+/// was injected, the allocations still to go otherwise.
+pub fn take_fail_nth() -> io::Result<u32> {
+    let left = std::fs::read_to_string("/proc/thread-self/fail-nth")?;
+    std::fs::write("/proc/thread-self/fail-nth", "0")?;
+    left.trim()
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{left:?}: {e}")))
+}
+
 /// `syslog(2)` action 4 (read all and clear): the kernel log since the
 /// last clear, as text.
 pub fn klog_read_clear() -> io::Result<String> {

@@ -38,6 +38,34 @@ pub struct TraceFile {
     pub name: String,
     /// Its path in the initramfs.
     pub path: String,
+    /// The steps whose command runs with an allocation failed on purpose:
+    /// `/proc/thread-self/fail-nth` set for its ioctl.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_nth: Vec<FailNth>,
+}
+
+/// One step's injected fault: the `nth` allocation (slab or page) of the
+/// task that runs the step's command, from the write of
+/// `/proc/thread-self/fail-nth` to the end of its ioctl, fails (kernels
+/// with `CONFIG_FAULT_INJECTION_DEBUG_FS`; the executor turns off the
+/// fault attributes' exemption of allocations that may sleep, which are
+/// all of the drivers').
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailNth {
+    /// The step's index.
+    pub step: usize,
+    /// Which allocation fails, from 1.
+    pub nth: u32,
+}
+
+/// What became of a step's [`FailNth`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    /// The allocation it was to fail.
+    pub nth: u32,
+    /// Whether it failed one: the command made at least `nth`
+    /// allocations (the task's count read 0 after the ioctl).
+    pub injected: bool,
 }
 
 /// The C driver prints its `binder_user_error` lines and its
@@ -259,6 +287,9 @@ pub enum Record {
         /// malformed read): the text says what.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notes: Vec<String>,
+        /// The fault injected into the command, if one was asked for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fault: Option<Fault>,
     },
     /// A trace ended: its remaining processes closed the device.
     TraceEnd {

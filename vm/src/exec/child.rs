@@ -97,7 +97,12 @@ pub(super) fn child_main(sock: UnixStream, device: &str, euid: u32) -> ! {
         }
         let reply = match serde_json::from_str::<Request>(&line) {
             Err(e) => Reply::error(format!("bad request {line:?}: {e}")),
-            Ok(Request::Run { tid, command, pids }) => proc.run(usize::from(tid), &command, pids),
+            Ok(Request::Run {
+                tid,
+                command,
+                pids,
+                fail_nth,
+            }) => proc.run(usize::from(tid), &command, pids, fail_nth),
             Ok(Request::Drain) => proc.drain(),
             Ok(Request::Exit) => {
                 proc.close();
@@ -197,8 +202,9 @@ impl Proc {
 
     /// Runs a command (its text form) on thread `tid`, with the pids of
     /// the trace's processes (for the commands that name one), then the
-    /// thread's extended error.
-    fn run(&mut self, tid: usize, text: &str, pids: Vec<i32>) -> Reply {
+    /// thread's extended error; with `fail_nth`, the command's ioctl
+    /// fails that allocation.
+    fn run(&mut self, tid: usize, text: &str, pids: Vec<i32>, fail_nth: Option<u32>) -> Reply {
         let words: Vec<&str> = text.split_whitespace().collect();
         let command = match Command::parse_words(&words) {
             Ok(Command::Exit) => return Reply::error("exit is a request of its own".into()),
@@ -209,9 +215,16 @@ impl Proc {
             return Reply::error(format!("no thread t{tid}"));
         }
         let thread_exit = command == Command::ThreadExit;
-        let outcome = self.on_thread(tid, move |shared, _| commands::run(shared, &command, &pids));
+        let outcome = self.on_thread(tid, move |shared, _| {
+            commands::run(shared, &command, &pids, fail_nth)
+        });
         match outcome {
-            Ok(Outcome { ret, ee, notes }) => {
+            Ok(Outcome {
+                ret,
+                ee,
+                notes,
+                fault_injected,
+            }) => {
                 if ret != crate::wire::WireRet::Skipped {
                     self.known[tid] = !thread_exit;
                 }
@@ -219,6 +232,7 @@ impl Proc {
                     ret: Some(ret),
                     ee,
                     notes,
+                    fault_injected,
                     ..Reply::default()
                 }
             }

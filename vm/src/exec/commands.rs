@@ -17,15 +17,42 @@ pub(super) struct Outcome {
     pub ee: Option<WireEe>,
     /// Anything off.
     pub notes: Vec<String>,
+    /// With a `fail_nth`: whether the allocation failed (the command made
+    /// that many); `None` when it could not be set.
+    pub fault_injected: Option<bool>,
 }
 
 /// Runs `command` on the calling thread, then reads the thread's extended
 /// error when the command made an ioctl and left the thread in the driver
 /// (not after `thread-exit`). `pids` are the VM pids of the trace's
 /// processes. `exit` is not a command of this module (the process closes
-/// its file and exits).
-pub(super) fn run(shared: &Shared, command: &Command, pids: &[i32]) -> Outcome {
+/// its file and exits). With `fail_nth`, the `nth` allocation of this
+/// task from just before the command's ioctl fails (`fail-nth`, cleared
+/// right after the ioctl, before the extended error is read).
+pub(super) fn run(
+    shared: &Shared,
+    command: &Command,
+    pids: &[i32],
+    fail_nth: Option<u32>,
+) -> Outcome {
+    let mut armed_notes = Vec::new();
+    let armed = match fail_nth.map(sys::set_fail_nth) {
+        Some(Err(e)) => {
+            armed_notes.push(format!("fail-nth could not be set: {e}"));
+            false
+        }
+        Some(Ok(())) => true,
+        None => false,
+    };
     let (ret, mut notes) = execute(shared, command, pids);
+    let fault_injected = armed.then(|| match sys::take_fail_nth() {
+        Ok(left) => left == 0,
+        Err(e) => {
+            notes.push(format!("fail-nth could not be read back: {e}"));
+            false
+        }
+    });
+    notes.extend(armed_notes);
     let ee = if ret == WireRet::Skipped || *command == Command::ThreadExit {
         None
     } else {
@@ -37,7 +64,12 @@ pub(super) fn run(shared: &Shared, command: &Command, pids: &[i32]) -> Outcome {
             }
         }
     };
-    Outcome { ret, ee, notes }
+    Outcome {
+        ret,
+        ee,
+        notes,
+        fault_injected,
+    }
 }
 
 type Done = (WireRet, Vec<String>);
