@@ -51,6 +51,11 @@ impl FailFirst {
         }
     }
 
+    /// Whether the planned allocation was reached (and failed).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
     /// The flags of the next allocation at `site`: [`Gfp::Fail`] once.
     pub fn gfp(&mut self, site: AllocSite) -> Gfp {
         if self.site == Some(site) && !self.failed {

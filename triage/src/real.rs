@@ -10,7 +10,7 @@
 //! reason.
 
 use binder_vm::compare::{
-    against_failing_model, against_model, changes, show_items, show_only, Mismatch,
+    against_failing_model, against_model, changes, model_fails, show_items, show_only, Mismatch,
 };
 use binder_vm::klog::{self, Class, Limit, LogLine};
 use binder_vm::replay::{replay_with, Kernel, Options, Replay, TraceRun};
@@ -752,7 +752,14 @@ pub fn fail_sweep(
         let mut matched: Vec<Option<&TraceRun>> = Vec::new();
         for (driver, replay) in &runs {
             let which = driver_name(*driver);
+            let mut agreeing = Vec::new();
             let mut first_match = None;
+            let mut injected_any = false;
+            let mut all_agree = true;
+            let model_fails = replay
+                .traces
+                .get(k * up_to as usize)
+                .is_some_and(|t| model_fails(t, *driver, fail));
             for n in 1..=up_to {
                 let t = &replay.traces[k * up_to as usize + n as usize - 1];
                 let fault = t.steps.get(step).and_then(|s| s.fault);
@@ -769,23 +776,41 @@ pub fn fail_sweep(
                 };
                 println!("{name}: {which}: fail-nth {n}: {injected}; {verdict}");
                 warned += usize::from(print_warnings(which, &t.name, t));
-                if mismatches.is_empty() && fault.is_some_and(|f| f.injected) {
-                    first_match.get_or_insert((n, t));
+                let injected = fault.is_some_and(|f| f.injected);
+                injected_any |= injected;
+                all_agree &= mismatches.is_empty();
+                if mismatches.is_empty() && injected {
+                    agreeing.push(n);
+                    first_match.get_or_insert(t);
                 }
             }
-            match first_match {
-                Some((n, _)) => println!(
-                    "{name}: {which}: the model's {} failure is allocation {n} of the real driver's ioctl",
-                    site_name(site)
-                ),
-                None => {
-                    unmatched += 1;
-                    println!(
-                        "{name}: {which}: no fail-nth from 1 to {up_to} agrees with the model"
-                    );
-                }
+            let site = site_name(site);
+            if !agreeing.is_empty() {
+                println!(
+                    "{name}: {which}: the model's {site} failure is allocation {} of the real driver's ioctl{}",
+                    show_ns(&agreeing),
+                    if agreeing.len() > 1 {
+                        " (what userspace sees does not tell these allocations apart)"
+                    } else {
+                        ""
+                    }
+                );
+            } else if !model_fails && !injected_any && all_agree {
+                println!(
+                    "{name}: {which}: nothing to map: the model fails no allocation at {site} here, and the real ioctl makes none either (every run agrees with the model)"
+                );
+            } else {
+                unmatched += 1;
+                println!(
+                    "{name}: {which}: no fail-nth from 1 to {up_to} agrees with the model{}",
+                    if model_fails {
+                        ""
+                    } else {
+                        " (the model fails no allocation here)"
+                    }
+                );
             }
-            matched.push(first_match.map(|(_, t)| t));
+            matched.push(first_match);
         }
         if let [Some(c), Some(rust)] = matched[..] {
             new_differences += usize::from(print_drivers(name, c, rust, fail, &mut by_rule));
@@ -811,6 +836,27 @@ pub fn fail_sweep(
     })
 }
 
+/// Allocation numbers, runs of them as ranges: `1-3, 5`.
+fn show_ns(ns: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &n in ns {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == n => *end = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A site as traces name it.
 fn site_name(site: AllocSite) -> &'static str {
     match site {
@@ -830,6 +876,12 @@ fn driver_name(driver: Driver) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allocation_numbers_show_as_ranges() {
+        assert_eq!(show_ns(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
+        assert_eq!(show_ns(&[4]), "4");
+    }
 
     #[test]
     fn kernel_warnings_are_kasan_lockdep_and_warn_lines_only() {

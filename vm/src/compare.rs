@@ -70,11 +70,22 @@ impl Model {
 
     /// Runs `step`, the first allocation at `fail` failing.
     fn exec(&mut self, step: &Step, fail: Option<AllocSite>) -> (Observed, Snapshot) {
+        self.exec_failing(step, fail).0
+    }
+
+    /// [`Model::exec`], and whether the planned allocation failed (the
+    /// step reached it).
+    fn exec_failing(
+        &mut self,
+        step: &Step,
+        fail: Option<AllocSite>,
+    ) -> ((Observed, Snapshot), bool) {
         let mut plan = FailFirst::at(fail);
-        match self {
+        let out = match self {
             Model::C(d) => (d.exec(step, &[], &mut plan), d.snapshot()),
             Model::Rust(d) => (d.exec(step, &[], &mut plan), d.snapshot()),
-        }
+        };
+        (out, plan.failed())
     }
 
     /// What the executor's reading of `pid`'s debug text after the step
@@ -95,6 +106,26 @@ impl Model {
 /// every observable of every step that ran.
 pub fn against_model(run: &TraceRun, driver: Driver) -> Vec<Mismatch> {
     against_failing_model(run, driver, &[])
+}
+
+/// Whether our model of `driver`, running `run`'s program with the
+/// allocations `fail` plans (as [`against_failing_model`]), reaches one
+/// of them: a planned site the driver does not allocate at for that step
+/// (a map that shrinks to one word, stored inline) fails nothing.
+pub fn model_fails(run: &TraceRun, driver: Driver, fail: &[Option<AllocSite>]) -> bool {
+    let mut model = Model::new(driver, &run.program.euids);
+    let mut failed = false;
+    for (i, real) in run.steps.iter().enumerate() {
+        failed |= model
+            .exec_failing(&real.step, fail.get(i).copied().flatten())
+            .1;
+        for (k, text) in real.procs.iter().enumerate() {
+            if text.is_some() {
+                model.read_debug_text(Pid(k as u8));
+            }
+        }
+    }
+    failed
 }
 
 /// [`against_model`] for a run with allocations failed on purpose: the

@@ -44,19 +44,72 @@ pub fn finit_module(fd: RawFd, params: &str, flags: libc::c_int) -> io::Result<(
     }
 }
 
-/// The calling thread's `fail-nth`: its `nth` allocation from now fails.
-pub fn set_fail_nth(nth: u32) -> io::Result<()> {
-    std::fs::write("/proc/thread-self/fail-nth", nth.to_string())
+/// A fault for the calling thread's next Binder ioctl: its file
+/// `/proc/thread-self/fail-nth`, opened beforehand, and the count to write
+/// to it, as text.
+struct Armed {
+    file: std::fs::File,
+    nth: Vec<u8>,
 }
 
-/// The calling thread's `fail-nth` count, then cleared: 0 once the fault
-/// was injected, the allocations still to go otherwise.
-pub fn take_fail_nth() -> io::Result<u32> {
-    let left = std::fs::read_to_string("/proc/thread-self/fail-nth")?;
-    std::fs::write("/proc/thread-self/fail-nth", "0")?;
-    left.trim()
-        .parse()
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{left:?}: {e}")))
+thread_local! {
+    /// The fault [`arm_fail_nth`] set for this thread's next ioctl.
+    static ARMED: std::cell::RefCell<Option<Armed>> = const { std::cell::RefCell::new(None) };
+    /// What became of it: whether it was injected.
+    static INJECTED: std::cell::RefCell<Option<io::Result<bool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the calling thread's next Binder ioctl fail its `nth` allocation
+/// (slab or page; `fail-nth`, which counts every allocation of the task).
+/// Everything that allocates is done here, before the count starts: the
+/// file is opened and the number written out now; the ioctl then only
+/// writes the count right before it and reads it back right after, with
+/// `pwrite` and `pread` on that file, which allocate nothing.
+pub fn arm_fail_nth(nth: u32) -> io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/proc/thread-self/fail-nth")?;
+    let armed = Armed {
+        file,
+        nth: nth.to_string().into_bytes(),
+    };
+    ARMED.with(|a| *a.borrow_mut() = Some(armed));
+    INJECTED.with(|i| *i.borrow_mut() = None);
+    Ok(())
+}
+
+/// Whether the fault [`arm_fail_nth`] set was injected (the ioctl made at
+/// least that many allocations), `None` when no ioctl ran; the fault is
+/// cleared either way.
+pub fn disarm_fail_nth() -> Option<io::Result<bool>> {
+    ARMED.with(|a| a.borrow_mut().take());
+    INJECTED.with(|i| i.borrow_mut().take())
+}
+
+/// Runs `call` with the armed fault, if any: the count written just
+/// before, read back and cleared just after.
+fn with_fault<T>(call: impl FnOnce() -> T) -> T {
+    use std::os::unix::fs::FileExt;
+    let Some(armed) = ARMED.with(|a| a.borrow_mut().take()) else {
+        return call();
+    };
+    if let Err(e) = armed.file.write_at(&armed.nth, 0) {
+        INJECTED.with(|i| *i.borrow_mut() = Some(Err(e)));
+        return call();
+    }
+    let out = call();
+    let mut buf = [0u8; 16];
+    let left = armed.file.read_at(&mut buf, 0).and_then(|n| {
+        let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
+        text.parse::<u32>()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{text:?}: {e}")))
+    });
+    let cleared = armed.file.write_at(b"0", 0);
+    let injected = left.and_then(|left| cleared.map(|_| left == 0));
+    INJECTED.with(|i| *i.borrow_mut() = Some(injected));
+    out
 }
 
 /// `syslog(2)` action 4 (read all and clear): the kernel log since the
@@ -166,7 +219,7 @@ pub fn readable_now(fd: &impl AsRawFd) -> io::Result<bool> {
 /// whole call.
 unsafe fn ioctl(fd: &impl AsRawFd, request: u32, arg: *mut u8) -> io::Result<()> {
     // SAFETY: the caller guarantees the buffer, as above.
-    check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) }).map(drop)
+    with_fault(|| check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) })).map(drop)
 }
 
 /// An ioctl of the Binder device whose argument is one structure of

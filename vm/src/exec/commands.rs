@@ -26,9 +26,9 @@ pub(super) struct Outcome {
 /// error when the command made an ioctl and left the thread in the driver
 /// (not after `thread-exit`). `pids` are the VM pids of the trace's
 /// processes. `exit` is not a command of this module (the process closes
-/// its file and exits). With `fail_nth`, the `nth` allocation of this
-/// task from just before the command's ioctl fails (`fail-nth`, cleared
-/// right after the ioctl, before the extended error is read).
+/// its file and exits). With `fail_nth`, the `nth` allocation of the
+/// command's first ioctl fails (`fail-nth`, set right before it and
+/// cleared right after, before the extended error is read).
 pub(super) fn run(
     shared: &Shared,
     command: &Command,
@@ -36,22 +36,18 @@ pub(super) fn run(
     fail_nth: Option<u32>,
 ) -> Outcome {
     let mut armed_notes = Vec::new();
-    let armed = match fail_nth.map(sys::set_fail_nth) {
-        Some(Err(e)) => {
-            armed_notes.push(format!("fail-nth could not be set: {e}"));
-            false
-        }
-        Some(Ok(())) => true,
-        None => false,
-    };
+    if let Some(Err(e)) = fail_nth.map(sys::arm_fail_nth) {
+        armed_notes.push(format!("fail-nth could not be set: {e}"));
+    }
     let (ret, mut notes) = execute(shared, command, pids);
-    let fault_injected = armed.then(|| match sys::take_fail_nth() {
-        Ok(left) => left == 0,
-        Err(e) => {
-            notes.push(format!("fail-nth could not be read back: {e}"));
-            false
+    let fault_injected = match sys::disarm_fail_nth() {
+        Some(Ok(injected)) => Some(injected),
+        Some(Err(e)) => {
+            notes.push(format!("fail-nth: {e}"));
+            None
         }
-    });
+        None => None,
+    };
     notes.extend(armed_notes);
     let ee = if ret == WireRet::Skipped || *command == Command::ThreadExit {
         None
