@@ -25,10 +25,14 @@
 //! (`binder_translate_binder` 2237 → `binder_inc_node_nilocked` 820), and
 //! on the process's `todo` when a node its owner was told about loses its
 //! last count of a kind (`binder_dec_node_nilocked` 872), which also frees
-//! a node nobody was told about and nothing holds. The reader compares the
-//! counts then with what it told userspace before (`binder_thread_read`,
-//! 4870). A node whose work sits deferred on a thread that has nothing
-//! readable (a call's sender, until the reply) is not read.
+//! a node nobody was told about and nothing holds. Dropping a temporary
+//! reference (`binder_put_node` 1014) runs the weak half of that check,
+//! which does not look at strong counts: a node that only local strong
+//! counts hold has its work queued then, for nothing (`COracle::put_node`).
+//! The reader compares the counts then with what it told userspace before
+//! (`binder_thread_read`, 4870). A node whose work sits deferred on a
+//! thread that has nothing readable (a call's sender, until the reply) is
+//! not read.
 //!
 //! # Reading
 //!
@@ -883,6 +887,27 @@ impl COracle {
         }
     }
 
+    /// `binder_put_node` (1014) → `binder_dec_node_tmpref` (987): a
+    /// command that looked node `n` up (`binder_get_node` 726,
+    /// `binder_get_node_from_ref` 1316, the freeze walk 5652) held a
+    /// temporary reference on it, and dropping that reference is
+    /// `binder_dec_node_nilocked(node, 0, 1)`, a weak check that takes no
+    /// count away. That check (888-892) returns early only for a local
+    /// weak count, a temporary reference or a reference, not for strong
+    /// counts: a node whose owner was told of it and that only local
+    /// strong counts hold (a transaction to it, the node itself carried
+    /// back to its owner in a buffer) has its work queued on the owner's
+    /// `todo` (895-899) although reading it reports nothing, since its
+    /// counts still match what the owner was told (4881-4902). The read
+    /// that takes it wrote nothing and starts over (4816-4817), so a thread
+    /// that is no looper and free for process work logs "Thread waiting
+    /// for process work" (4776) on both passes. The model holds no
+    /// temporary references: the drop is [`COracle::dec_node`] of a weak
+    /// count already gone.
+    fn put_node(&mut self, n: NodeId) {
+        self.dec_node(n, false);
+    }
+
     /// `binder_get_ref_olocked` (1019): the reference with descriptor
     /// `desc`; when a strong one is needed, a weak-only reference is not
     /// found, and that is logged (1033).
@@ -1546,7 +1571,7 @@ impl COracle {
                         }
                     };
                     // binder_put_node (2286).
-                    self.dec_node(n, false);
+                    self.put_node(n);
                     one
                 }
                 Object::Handle { handle, strong } => match self.lookup(p, handle, strong, log) {
@@ -1601,7 +1626,8 @@ impl COracle {
 
     /// `binder_transaction_buffer_release` (2044) on a buffer no list holds
     /// any more: its target and its node objects lose their counts (2060,
-    /// 2098), each handle object is one less on the reference with that
+    /// 2098), each node object's lookup then put ([`COracle::put_node`],
+    /// 2100), each handle object is one less on the reference with that
     /// descriptor now, logged when there is none (2113).
     fn release_buffer(
         &mut self,
@@ -1626,7 +1652,11 @@ impl COracle {
                         log.push(Log::BadBufferObject);
                     }
                 }
-                Carried::Node { node, strong } => self.dec_node(node, strong),
+                Carried::Node { node, strong } => {
+                    self.dec_node(node, strong);
+                    // binder_put_node (2100) of binder_get_node (2089).
+                    self.put_node(node);
+                }
             }
         }
     }
@@ -1995,7 +2025,8 @@ impl COracle {
                     freeze.is_frozen = is_frozen;
                 }
             }
-            self.dec_node(n, false);
+            // binder_put_node (5655, 5689).
+            self.put_node(n);
         }
     }
 
@@ -2121,7 +2152,8 @@ impl COracle {
     /// The answers of a read, written in order (`binder_thread_write`):
     /// `BC_INCREFS_DONE` and `BC_ACQUIRE_DONE` take back the count the
     /// read gave (4262-4288, the node's work queued when it was the last,
-    /// [`COracle::dec_node`]); `BC_DEAD_BINDER_DONE` (4520) lets a cleared
+    /// [`COracle::dec_node`]), then put the node they looked up (4290,
+    /// [`COracle::put_node`]); `BC_DEAD_BINDER_DONE` (4520) lets a cleared
     /// notification's done follow; `BC_FREEZE_NOTIFICATION_DONE`
     /// (`binder_freeze_notification_done`, 4049) sends a notification
     /// marked to be sent again, and fails the ioctl for a cookie not read.
@@ -2142,10 +2174,14 @@ impl COracle {
                     };
                     if !*pending {
                         log.push(Log::IncRefDoneUnexpected);
+                        // binder_put_node (4265, 4275).
+                        self.put_node(n);
                         continue;
                     }
                     *pending = false;
                     self.dec_node(n, strong);
+                    // binder_put_node (4290) of binder_get_node (4238).
+                    self.put_node(n);
                 }
                 Done::DeadBinder(cookie) => {
                     let delivered = &mut self.procs[p].delivered_death;

@@ -908,6 +908,65 @@ fn a_thread_that_is_no_looper_answers_without_reading() {
     on_rust(program, &expected);
 }
 
+/// C puts the temporary reference it took on a node object of a freed
+/// buffer (`binder_get_node`/`binder_put_node`, binder.c:2089-2100), and
+/// dropping it is a weak check that ignores strong counts
+/// (`binder_dec_node_tmpref` 987 → `binder_dec_node_nilocked` 888-899):
+/// p1's node 1, which its owner was told of and which now only the call's
+/// buffer holds (p0's reference went with p0's buffer), has its work
+/// queued although reading it reports nothing. p1's looper owes the call
+/// a reply, so the thread that is no looper reads it and logs "Thread
+/// waiting for process work" (4776) twice, the second pass finding nothing
+/// (4816-4817); the step before shows the same after the reference went
+/// (`binder_cleanup_ref_olocked`, 1202). Rust counts no temporary references
+/// and never gives a thread that is no looper the process's work.
+#[test]
+fn a_freed_node_object_queues_work_that_reads_as_nothing() {
+    let program = "procs 2
+        p0 set-manager
+        p1.t1 send 0 node 1
+        p0 send 1 handle 1
+        p0 call 1
+        p0 free
+        p1 free";
+    let first = [
+        "0",
+        "0 p0[transaction handle 1] p1[t1:transaction-complete, t1:increfs 1, t1:acquire 1]",
+        "0 p0[transaction-complete] p1[transaction node 1]",
+        "0 p1[call]",
+    ];
+    let c = on_c(
+        program,
+        &[
+            first.as_slice(),
+            &[
+                "0 log[not-a-looper, not-a-looper]",
+                "0 log[not-a-looper, not-a-looper]",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        holds(&c.snapshot(), 1),
+        "refs{} nodes{1: #0 1/0 sw} buffers 1"
+    );
+    on_rust(program, &[first.as_slice(), &["0", "0"]].concat());
+    // Both transliterations agree with their models on every step, and the
+    // run meets no difference between the drivers.
+    let text = format!(
+        "idpool-trace v1\ntarget binder_commands\n{}\n",
+        program.replace("        ", "")
+    );
+    let trace = crate::targets::parse_trace(&text).expect("a trace");
+    let body = trace
+        .body()
+        .downcast_ref::<crate::targets::binder_commands::CmdProgram>()
+        .expect("a binder_commands program");
+    if let Err(failure) = crate::targets::binder_commands::run(body) {
+        panic!("{failure:?}");
+    }
+}
+
 /// `BINDER_VERSION` is 8 in both (binder.c:5850; defs.rs:149). The refused
 /// commands are `EINVAL` in both: C logs every failed ioctl (binder.c:6000)
 /// and "not supported" for the two `BC_` commands (4293-4298); Rust logs
