@@ -12,6 +12,10 @@
 #                                       # (after editing the extracted tree)
 #   ci/kernel-rust.sh --fragment FILE   # merge FILE after ci/kernel/rust-binder.config
 #                                       # (repeatable; a different image, cached apart)
+#   ci/kernel-rust.sh --patch FILE      # build with FILE (a labelled patch, -p1, such as
+#                                       # ci/kernel/patches/*.patch) applied to the source
+#                                       # (repeatable; cached apart; the shared source tree
+#                                       # is patched for the build only, under the lock)
 #   RUST_KERNEL_IMAGE=/path/to/bzImage ci/kernel-rust.sh   # print that path, build nothing
 #                                       # (--check boots that image)
 #
@@ -28,7 +32,7 @@
 #   linux/          the whole source tree, extracted once
 #   HASH/build/     the out-of-tree build (make O=...), so rebuilds are incremental
 #   HASH/bzImage    the image; HASH/config its .config; HASH/fragments/ what made it
-# HASH hashes the fragments' contents and the toolchain pins in ci/lib.sh,
+# HASH hashes the fragments' and patches' contents and the toolchain pins in ci/lib.sh,
 # so a second run with the same ones does nothing but print the path.
 #
 # Toolchain (versions pinned in ci/lib.sh: KERNEL_LLVM, KERNEL_RUSTC,
@@ -46,6 +50,7 @@ source "$(dirname "$0")/lib.sh"
 JOBS=${JOBS:-2}
 check=false print_path=false rebuild=false
 fragments=("$ROOT/ci/kernel/rust-binder.config")
+patches=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --check) check=true; shift ;;
@@ -54,6 +59,9 @@ while [ $# -gt 0 ]; do
     --fragment) [ $# -ge 2 ] || die "--fragment needs a config fragment file"
         [ -r "$2" ] || die "config fragment '$2' is not readable"
         fragments+=("$2"); shift 2 ;;
+    --patch) [ $# -ge 2 ] || die "--patch needs a patch file"
+        [ -r "$2" ] || die "patch '$2' is not readable"
+        patches+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -135,6 +143,7 @@ top="$KERNEL_CACHE/rust-kernel/$(printf '%s' "$version" | tr -c 'A-Za-z0-9._-' _
 hash=$({
     printf 'llvm %s rustc %s bindgen %s\n' "$KERNEL_LLVM" "$KERNEL_RUSTC" "$KERNEL_BINDGEN"
     for f in "${fragments[@]}"; do printf -- '--- fragment\n'; cat "$f"; done
+    for p in "${patches[@]}"; do printf -- '--- patch\n'; cat "$p"; done
 } | sha256sum | cut -c1-12)
 dir="$top/$hash"
 image="$dir/bzImage"
@@ -253,14 +262,44 @@ configure() {
     touch "$dir/configured"
 }
 
+# The patches, applied to the shared tree for this build only (the lock
+# keeps other builds out meanwhile) and taken back at the exit, whatever
+# happens; the files they touch are then newer than every other build's
+# objects, which make rebuilds from the unpatched source.
+applied=()
+unpatch() {
+    local i
+    for ((i = ${#applied[@]} - 1; i >= 0; i--)); do
+        patch -s -R -p1 -d "$tree" <"${applied[$i]}" ||
+            echo "$(basename "$0"): could not take back ${applied[$i]} from $tree: extract it again (rm $tree/.extracted)" >&2
+    done
+    applied=()
+}
+apply_patches() {
+    local p
+    [ ${#patches[@]} -gt 0 ] || return 0
+    trap unpatch EXIT
+    mkdir -p "$dir/patches"
+    for p in "${patches[@]}"; do
+        patch -s --dry-run -p1 -d "$tree" <"$p" >/dev/null 2>&1 ||
+            die "$p does not apply to $tree (patch --dry-run -p1)"
+        patch -s -p1 -d "$tree" <"$p"
+        applied+=("$p")
+        cp "$p" "$dir/patches/"
+        step "applied $(basename "$p"): $(head -1 "$p")"
+    done
+}
+
 toolchain
 start=$SECONDS
 extract_tree
 configure
 verify_config "$build/.config"
+apply_patches
 step "building bzImage (make -j$JOBS, log in $dir/build.log)"
 kmake -j"$JOBS" bzImage >"$dir/build.log" 2>&1 ||
     { tail -40 "$dir/build.log" >&2; die "the kernel build failed (log: $dir/build.log)"; }
+unpatch
 cp "$build/arch/x86/boot/bzImage" "$image.tmp" && mv "$image.tmp" "$image"
 cp "$build/.config" "$dir/config"
 step "built $image ($(stat -c %s "$image") bytes) in $((SECONDS - start)) s"

@@ -551,10 +551,21 @@ impl TraceRun<'_> {
             self.out.emit(&record);
         }
         let flush = self.flush().map_err(|e| (e, None))?;
+        let kmsg = sys::open_kmsg_at_end().ok();
         for k in 0..self.children.len() {
             if self.children[k].alive {
                 self.close(k).map_err(|e| (e, None))?;
             }
+        }
+        if self.devices.driver == Driver::Rust {
+            // A release with much work to cancel (hundreds of one-way
+            // transactions) logs for long after it left the list; on a slow
+            // kernel its lines would land in the next trace.
+            sys::wait_log_quiet(
+                kmsg.as_ref(),
+                Duration::from_millis(200),
+                Duration::from_secs(10),
+            );
         }
         let mut log = klog_lines();
         self.pacer.observe(&log);
@@ -790,14 +801,30 @@ impl TraceRun<'_> {
                 std::thread::sleep(Duration::from_micros(200));
             },
             Driver::Rust => {
+                // New log records are followed from here on, without taking
+                // them from the log the step reads.
+                let kmsg = sys::open_kmsg_at_end().ok();
                 let needle = format!("proc {pid}\n");
                 loop {
                     let state = std::fs::read_to_string("/dev/binderfs/binder_logs/state")
                         .unwrap_or_default();
                     if !state.contains(&needle) {
-                        std::thread::sleep(Duration::from_millis(20));
+                        // The release leaves the list before it cancels the
+                        // process's work, which logs (deferred_release,
+                        // process.rs:1420 then 1480): wait until the log has
+                        // been quiet for four times as long as it took to
+                        // get here, at least 20 ms, so that a slow kernel
+                        // (KASAN, lockdep) logs within the step too.
+                        let quiet = (Duration::from_micros(sys::boottime_us() - t0) * 4)
+                            .max(Duration::from_millis(20));
+                        let waited =
+                            sys::wait_log_quiet(kmsg.as_ref(), quiet, Duration::from_secs(5));
                         break (
-                            format!("binder_logs/state without proc {pid}, then 20 ms"),
+                            format!(
+                                "binder_logs/state without proc {pid}, then {} ms ({} ms quiet)",
+                                waited.as_millis(),
+                                quiet.as_millis()
+                            ),
                             true,
                         );
                     }

@@ -6,6 +6,8 @@ use crate::abi;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -110,6 +112,47 @@ fn with_fault<T>(call: impl FnOnce() -> T) -> T {
     let injected = left.and_then(|left| cleared.map(|_| left == 0));
     INJECTED.with(|i| *i.borrow_mut() = Some(injected));
     out
+}
+
+/// `/dev/kmsg`, read without blocking from its end: each read returns a
+/// log record printed after the open, or `EAGAIN`. Reading it takes
+/// nothing from what `klog_read_clear` reads.
+pub fn open_kmsg_at_end() -> io::Result<std::fs::File> {
+    use std::io::Seek;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")?;
+    f.seek(io::SeekFrom::End(0))?;
+    Ok(f)
+}
+
+/// Waits until `kmsg` (from [`open_kmsg_at_end`]) has had no new record
+/// for `quiet`, or `max` passed; returns how long it waited. Without a
+/// `kmsg`, sleeps `quiet`.
+pub fn wait_log_quiet(kmsg: Option<&std::fs::File>, quiet: Duration, max: Duration) -> Duration {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    let Some(mut kmsg) = kmsg else {
+        std::thread::sleep(quiet);
+        return quiet;
+    };
+    let mut last = start;
+    let mut buf = [0u8; 8192];
+    loop {
+        // One record a read; drain what is there.
+        while let Ok(n) = kmsg.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            last = std::time::Instant::now();
+        }
+        let now = std::time::Instant::now();
+        if now - last >= quiet || now - start >= max {
+            return now - start;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// `syslog(2)` action 4 (read all and clear): the kernel log since the
