@@ -17,6 +17,8 @@
 #                                       # (repeatable; cached apart; the shared source tree
 #                                       # is patched for the build only, under the lock)
 #   RUST_KERNEL_IMAGE=/path/to/bzImage ci/kernel-rust.sh   # print that path, build nothing
+#                                       # (ignored with --fragment or --patch, which name
+#                                       # another image)
 #                                       # (--check boots that image)
 #
 # The configuration: `make tinyconfig`, then the fragment
@@ -121,7 +123,7 @@ smoke_boot() {
     step "smoke boot passed: $(printf '%.1f' "$secs") s from QEMU's start to its exit"
 }
 
-if [[ -n "${RUST_KERNEL_IMAGE:-}" ]]; then
+if [[ -n "${RUST_KERNEL_IMAGE:-}" ]] && [ ${#fragments[@]} -eq 1 ] && [ ${#patches[@]} -eq 0 ]; then
     [ -f "$RUST_KERNEL_IMAGE" ] || die "RUST_KERNEL_IMAGE=$RUST_KERNEL_IMAGE is not a file"
     if $check; then smoke_boot "$RUST_KERNEL_IMAGE"; fi
     printf '%s\n' "$RUST_KERNEL_IMAGE"
@@ -205,6 +207,20 @@ toolchain() {
 
 # The whole source tree, extracted once per package version.
 extract_tree() {
+    # A build that died with its patches applied (a kill the EXIT trap did
+    # not see) left them listed here: take them back, or extract again.
+    if [ -f "$tree/.patched" ]; then
+        local p ok=true
+        while IFS= read -r p; do
+            patch -s -R -p1 -d "$tree" <"$p" >/dev/null 2>&1 || ok=false
+        done < <(tac "$tree/.patched")
+        if $ok; then
+            rm -f "$tree/.patched"
+            step "took back the patches an earlier build left applied in $tree"
+        else
+            rm -f "$tree/.extracted"
+        fi
+    fi
     [ -f "$tree/.extracted" ] && return 0
     step "extracting the whole of $package $version into $tree"
     rm -rf "$tree" "$tree.partial" && mkdir -p "$tree.partial"
@@ -268,12 +284,17 @@ configure() {
 # objects, which make rebuilds from the unpatched source.
 applied=()
 unpatch() {
-    local i
+    local i failed=false
     for ((i = ${#applied[@]} - 1; i >= 0; i--)); do
-        patch -s -R -p1 -d "$tree" <"${applied[$i]}" ||
-            echo "$(basename "$0"): could not take back ${applied[$i]} from $tree: extract it again (rm $tree/.extracted)" >&2
+        patch -s -R -p1 -d "$tree" <"${applied[$i]}" || failed=true
     done
     applied=()
+    if $failed; then
+        # The next build extracts the tree again.
+        rm -f "$tree/.extracted"
+        die "could not take the patches back from $tree: it will be extracted again"
+    fi
+    rm -f "$tree/.patched"
 }
 apply_patches() {
     local p
@@ -283,9 +304,12 @@ apply_patches() {
     for p in "${patches[@]}"; do
         patch -s --dry-run -p1 -d "$tree" <"$p" >/dev/null 2>&1 ||
             die "$p does not apply to $tree (patch --dry-run -p1)"
+        # Listed before it is applied: a build killed from here on leaves
+        # the list for the next one (extract_tree).
+        cp "$p" "$dir/patches/"
+        printf '%s\n' "$dir/patches/$(basename "$p")" >>"$tree/.patched"
         patch -s -p1 -d "$tree" <"$p"
         applied+=("$p")
-        cp "$p" "$dir/patches/"
         step "applied $(basename "$p"): $(head -1 "$p")"
     done
 }

@@ -284,6 +284,28 @@ fn warnings_in<'a>(parts: impl IntoIterator<Item = (String, &'a [LogLine])>) -> 
         .collect()
 }
 
+/// The warnings on the consoles of `replay`'s boots that no trace's log
+/// holds (a report printed after the last log read of a boot's last
+/// trace): printed, and counted.
+fn console_warnings(which: &str, replay: &Replay) -> usize {
+    let in_traces: Vec<String> = replay.traces.iter().flat_map(kernel_warnings).collect();
+    let mut n = 0;
+    for (b, boot) in replay.boots.iter().enumerate() {
+        for line in boot.console.lines() {
+            let line = klog::classify(line.trim_end_matches('\r'), Driver::C);
+            if line.class == Class::Splat && !in_traces.iter().any(|w| w.ends_with(&line.message)) {
+                n += 1;
+                println!(
+                    "real-kernel: {which}: boot {}: KERNEL WARNING on the console: {}",
+                    b + 1,
+                    line.message
+                );
+            }
+        }
+    }
+    n
+}
+
 /// Prints one driver's kernel warnings in a trace; whether there were any.
 fn print_warnings(which: &str, name: &str, t: &TraceRun) -> bool {
     let warnings = kernel_warnings(t);
@@ -425,7 +447,7 @@ fn print_drivers(
         // after which the states diverge, the step's other differences
         // follow from it; so does every difference of a refused manager
         // call that left its node in Rust only.
-        aftermath.follow(&sc.step, sc.observed.ret, sr.observed.ret);
+        aftermath.follow(i, &sc.step, &sc.observed, &sr.observed);
         let rules: Vec<_> = kept
             .iter()
             .map(|d| {
@@ -433,7 +455,7 @@ fn print_drivers(
                     window: None,
                     fail: fail.get(i).copied().flatten(),
                 };
-                compare::explain(&sc.step, plan, d).or_else(|| aftermath.explain(&sc.step, d))
+                compare::explain(&sc.step, plan, d).or_else(|| aftermath.explain(i, &sc.step, d))
             })
             .collect();
         let node_left = compare::refused_manager_node(
@@ -596,6 +618,12 @@ pub fn run(
         Which::C => None,
     };
     let mut differing_programs = 0;
+    let mut console = 0;
+    for (which, runs) in [("C", &c_runs), ("Rust", &rust_runs)] {
+        if let Some(r) = runs {
+            console += console_warnings(which, r);
+        }
+    }
     for (i, (name, _)) in programs.iter().enumerate() {
         if let Some(r) = &c_runs {
             disagree[0] += usize::from(!print("C", name, &against_model(&r.traces[i], Driver::C)));
@@ -661,11 +689,18 @@ pub fn run(
             if new_differences == 0 { "" } else { " (listed above as NEW)" }
         );
     }
-    Ok(if agree && new_differences == 0 && warned == [0, 0] {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    if console > 0 {
+        println!(
+            "real-kernel: {console} kernel warning(s) on the consoles outside any trace's log"
+        );
+    }
+    Ok(
+        if agree && new_differences == 0 && warned == [0, 0] && console == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }
 
 /// Replays every program under `paths` that fails an allocation (a step
@@ -735,7 +770,10 @@ pub fn fail_sweep(
         ));
     }
     let mut unmatched = 0;
-    let mut warned = 0;
+    let mut warned: usize = runs
+        .iter()
+        .map(|(driver, r)| console_warnings(driver_name(*driver), r))
+        .sum();
     let mut new_differences = 0;
     let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
     for (k, (name, program, fail)) in programs.iter().enumerate() {
@@ -756,6 +794,7 @@ pub fn fail_sweep(
             let mut first_match = None;
             let mut injected_any = false;
             let mut all_agree = true;
+            let mut all_ran = true;
             let model_fails = replay
                 .traces
                 .get(k * up_to as usize)
@@ -778,6 +817,7 @@ pub fn fail_sweep(
                 warned += usize::from(print_warnings(which, &t.name, t));
                 let injected = fault.is_some_and(|f| f.injected);
                 injected_any |= injected;
+                all_ran &= fault.is_some();
                 all_agree &= mismatches.is_empty();
                 if mismatches.is_empty() && injected {
                     agreeing.push(n);
@@ -795,7 +835,7 @@ pub fn fail_sweep(
                         ""
                     }
                 );
-            } else if !injected_any && all_agree {
+            } else if !injected_any && all_agree && all_ran {
                 println!(
                     "{name}: {which}: nothing to map: the real ioctl makes no allocation, and every run agrees with the model{}",
                     if model_fails {

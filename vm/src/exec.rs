@@ -784,12 +784,24 @@ impl TraceRun<'_> {
         let open = self.children.iter().filter(|c| c.alive).count();
         let t0 = sys::boottime_us();
         let deadline = t0 + self.cfg.release_timeout_ms * 1000;
+        // New log records are followed from here on, without taking them
+        // from the log the step reads.
+        let kmsg = sys::open_kmsg_at_end().ok();
         let (signal, done) = match self.devices.driver {
             Driver::C => loop {
                 let active = std::fs::read_to_string("/sys/kernel/debug/binder/stats")
                     .ok()
                     .and_then(|s| crate::debugfs::active_procs(&s));
                 if active == Some(open) {
+                    // The count drops (binder_free_proc's
+                    // binder_stats_deleted, binder.c:5342) just before the
+                    // last of the release, which frees the descriptor map
+                    // (5343): a report of it (KASAN) comes after.
+                    sys::wait_log_quiet(
+                        kmsg.as_ref(),
+                        Duration::from_millis(5),
+                        Duration::from_secs(5),
+                    );
                     break (format!("debugfs stats: proc active {open}"), true);
                 }
                 if sys::boottime_us() > deadline {
@@ -801,9 +813,6 @@ impl TraceRun<'_> {
                 std::thread::sleep(Duration::from_micros(200));
             },
             Driver::Rust => {
-                // New log records are followed from here on, without taking
-                // them from the log the step reads.
-                let kmsg = sys::open_kmsg_at_end().ok();
                 let needle = format!("proc {pid}\n");
                 loop {
                     let state = std::fs::read_to_string("/dev/binderfs/binder_logs/state")

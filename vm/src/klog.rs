@@ -953,6 +953,9 @@ pub fn classify(raw: &str, driver: Driver) -> LogLine {
             "BUG:",
             "Oops",
             "------------[ cut here ]",
+            // The soft-lockup and hung-task detectors.
+            "watchdog: BUG:",
+            "INFO: task ",
         ];
         if message.starts_with("kernel BUG at drivers/android/") {
             Class::Log(Log::Bug)

@@ -69,6 +69,12 @@ thread_local! {
 /// writes the count right before it and reads it back right after, with
 /// `pwrite` and `pread` on that file, which allocate nothing.
 pub fn arm_fail_nth(nth: u32) -> io::Result<()> {
+    if nth == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "fail-nth counts allocations from 1",
+        ));
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -142,7 +148,7 @@ pub fn wait_log_quiet(kmsg: Option<&std::fs::File>, quiet: Duration, max: Durati
     loop {
         // One record a read; drain what is there.
         while let Ok(n) = kmsg.read(&mut buf) {
-            if n == 0 {
+            if n == 0 || start.elapsed() >= max {
                 break;
             }
             last = std::time::Instant::now();

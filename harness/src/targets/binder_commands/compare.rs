@@ -534,6 +534,17 @@ pub struct Aftermath {
     exited_callers: Vec<Pid>,
     /// Whether a process has exited so far.
     anyone_exited: bool,
+    /// Finding 0019: the steps, by index, at which each driver refused a
+    /// call for its own reason: C's caller read `BR_DEAD_REPLY` (C looks
+    /// the target up first; `binder_get_node_refs_for_txn` finds no
+    /// `node->proc`, binder.c:2975-2982, and the call fails at 3248-3254
+    /// with `-EINVAL`, before the stack check at 3298-3314), and Rust
+    /// logged its bad-stack line (it checks the stack first,
+    /// `top_of_transaction_stack`, thread.rs:1364 and 1246-1251, `EINVAL`,
+    /// and would find the target dead only in `Transaction::new`'s buffer
+    /// allocation, process.rs:1069). Each driver's own statement of the
+    /// check that refused, so that nothing else is taken for it.
+    refused_two_ways: Vec<usize>,
     /// Finding 0013, read later: the freeze notifications, by process and
     /// cookie, asked for after a process exited (their node's owner may be
     /// the dead one). Rust queues a "not frozen" message at once
@@ -548,9 +559,21 @@ pub struct Aftermath {
 }
 
 impl Aftermath {
-    /// Notes what `step`, with its return values, leaves for later.
-    pub fn follow(&mut self, step: &Step, c: Option<Ret>, rust: Option<Ret>) {
+    /// Notes what step `i`, `step`, with what each driver showed, leaves
+    /// for later (and for the explanation of its own differences).
+    pub fn follow(&mut self, i: usize, step: &Step, c_obs: &Observed, rust_obs: &Observed) {
+        let (c, rust) = (c_obs.ret, rust_obs.ret);
         let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
+        if matches!(step.command, Command::Call { .. })
+            && rust_obs.log.contains(&Log::CallBadStack)
+            && c_obs
+                .reads
+                .get(step.pid.index())
+                .and_then(|r| r.last())
+                .is_some_and(|r| r.br == Br::DeadReply)
+        {
+            self.refused_two_ways.push(i);
+        }
         if let Some(ptr) = manager_call_ptr(step) {
             if refused(c) && refused(rust) && !self.refused.contains(&(step.pid, ptr)) {
                 self.refused.push((step.pid, ptr));
@@ -590,15 +613,17 @@ impl Aftermath {
         }
     }
 
-    /// The rule a difference at `step` follows from, if an earlier step
+    /// The rule a difference at step `i`, `step`, follows from, if an
+    /// earlier step (or what [`Aftermath::follow`] saw of this one)
     /// explains it.
-    pub fn explain(&self, step: &Step, diff: &Diff) -> Option<&'static Rule> {
+    pub fn explain(&self, i: usize, step: &Step, diff: &Diff) -> Option<&'static Rule> {
+        let refused_two_ways = self.refused_two_ways.contains(&i);
         match diff {
             Diff::Ret { c, rust } => self.freeze_cookie_taken(step, *c, *rust),
             Diff::Ee {
                 c: Some(c),
                 rust: Some(rust),
-            } if self.may_call_dead_target_on_bad_stack(step) => {
+            } if refused_two_ways => {
                 use idpool::driver::br_code::{DEAD_REPLY, FAILED_REPLY};
                 let einval = -Errno::Inval.code();
                 let dead_against_failed = (c.command, rust.command) == (DEAD_REPLY, FAILED_REPLY)
@@ -611,7 +636,7 @@ impl Aftermath {
             // "cannot find target node" (binder.c:3249), Rust's "got new
             // transaction with bad transaction stack" (thread.rs:1250).
             Diff::Log { c, rust }
-                if self.may_call_dead_target_on_bad_stack(step)
+                if refused_two_ways
                     && c[..] == [Log::NoTargetNode]
                     && rust[..] == [Log::CallBadStack] =>
             {
@@ -620,7 +645,7 @@ impl Aftermath {
             Diff::Reads { pid, c, rust } => {
                 let pid = Pid(*pid as u8);
                 if pid == step.pid
-                    && self.may_call_dead_target_on_bad_stack(step)
+                    && refused_two_ways
                     && brs(c) == [Br::DeadReply]
                     && brs(rust) == [Br::FailedReply]
                 {
@@ -717,28 +742,6 @@ impl Aftermath {
             && c.iter().any(|b| matches!(b, Br::Call(_)))
             && c.iter().all(|b| matches!(b, Br::Call(_) | Br::SpawnLooper));
         dead_reply_in_rust_only || call_in_c_only
-    }
-
-    /// Finding 0019's preconditions: `step` is a call (not one-way) from a
-    /// thread that made a call before it (whose reply it may still wait
-    /// for, so that its stack forbids a new call), after a process exited
-    /// (whose nodes the call may name). C looks the target up first
-    /// (`binder_get_node_refs_for_txn` sets `BR_DEAD_REPLY` for a node
-    /// without `node->proc`, binder.c:2975-2982, and the call fails at
-    /// 3248-3254 with `-EINVAL`) and checks the stack after (3298-3314);
-    /// Rust checks the stack first (`top_of_transaction_stack`,
-    /// thread.rs:1364 and 1246-1251, `EINVAL`, so `BR_FAILED_REPLY`) and
-    /// finds the target dead only when it allocates the buffer in
-    /// `Transaction::new` (process.rs:1069).
-    fn may_call_dead_target_on_bad_stack(&self, step: &Step) -> bool {
-        // `follow` has noted this call too: the thread's earlier one makes
-        // a second entry.
-        let calls = self
-            .calling
-            .iter()
-            .filter(|&&t| t == (step.pid, step.tid))
-            .count();
-        matches!(step.command, Command::Call { .. }) && calls >= 2 && self.anyone_exited
     }
 
     /// `BC_REQUEST_FREEZE_NOTIFICATION` with a cookie the process already
@@ -1082,6 +1085,41 @@ mod tests {
         assert_eq!(found(&log(&dead, &[Log::TranslateFailed])), None);
         assert_eq!(found(&log(&dead[1..], &rust)), None);
         assert_eq!(found(&log(&[weak, Log::Bug], &rust)), None);
+    }
+
+    /// The signature of the first difference `program` (a trace's body)
+    /// stops at, or `None` when it runs through.
+    fn stops_at(program: &str) -> Option<String> {
+        let text = format!("idpool-trace v1\ntarget binder_commands\n{program}\n");
+        let trace = crate::targets::parse_trace(&text).expect("a trace");
+        let body = trace
+            .body()
+            .downcast_ref::<super::super::CmdProgram>()
+            .expect("a binder_commands program");
+        super::super::run(body)
+            .err()
+            .map(|f| f.signature().to_string())
+    }
+
+    /// Finding 0019 is named only where both refusals meet: without the
+    /// outstanding call (a dead target alone) and without the death (the
+    /// stack alone) the drivers answer alike and only finding 0008's
+    /// extended errors differ; a dead target from a thread that made a
+    /// call that was answered is not 0019 either.
+    #[test]
+    fn dead_target_bad_stack_needs_both_refusals() {
+        let rule = |p: &str| {
+            let s = stops_at(p).expect("a difference");
+            s.split(':').next().unwrap_or_default().to_string()
+        };
+        let both = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np2 exit\np0 call 1\np0 call 2";
+        assert_eq!(rule(both), "binder_commands/dead-target-bad-stack");
+        let dead_only = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np2 exit\np0 call 2";
+        assert_eq!(rule(dead_only), "binder_commands/extended-error");
+        let stack_only = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np0 call 2";
+        assert_eq!(rule(stack_only), "binder_commands/extended-error");
+        let answered = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np1 reply\np2 exit\np0 call 2";
+        assert_eq!(rule(answered), "binder_commands/extended-error");
     }
 
     #[test]

@@ -591,7 +591,7 @@ fn compare_group(
     let (oc, or) = (&c.observed, &rust.observed);
     for (j, c_obs) in oc {
         if let Some((_, r_obs)) = or.iter().find(|(k, _)| k == j) {
-            aftermath.follow(&program.program.steps[*j], c_obs.ret, r_obs.ret);
+            aftermath.follow(*j, &program.program.steps[*j], c_obs, r_obs);
         }
     }
     let state_diffs = || -> Vec<Diff> {
@@ -636,7 +636,7 @@ fn compare_group(
         .map(|(i, d)| {
             compare::explain(&program.program.steps[*i], leader, d)
                 .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
-                .or_else(|| aftermath.explain(&program.program.steps[*i], d))
+                .or_else(|| aftermath.explain(*i, &program.program.steps[*i], d))
                 .or_else(|| {
                     // What the processes read and logged, and their states,
                     // are the group's: any of its steps may explain them.
