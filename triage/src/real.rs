@@ -278,10 +278,16 @@ fn warnings_in<'a>(parts: impl IntoIterator<Item = (String, &'a [LogLine])>) -> 
         .into_iter()
         .flat_map(|(at, log)| {
             log.iter()
-                .filter(|l| l.class == Class::Splat)
+                .filter(|l| is_warning(&l.class))
                 .map(move |l| format!("{at}: {}", l.message))
         })
         .collect()
+}
+
+/// Whether a line is one of the kernel's own reports: a splat, or a `BUG()`
+/// of the driver ("kernel BUG at drivers/android/...").
+fn is_warning(class: &Class) -> bool {
+    matches!(class, Class::Splat | Class::Log(Log::Bug))
 }
 
 /// The warnings on the consoles of `replay`'s boots that no trace's log
@@ -293,7 +299,7 @@ fn console_warnings(which: &str, replay: &Replay) -> usize {
     for (b, boot) in replay.boots.iter().enumerate() {
         for line in boot.console.lines() {
             let line = klog::classify(line.trim_end_matches('\r'), Driver::C);
-            if line.class == Class::Splat && !in_traces.iter().any(|w| w.ends_with(&line.message)) {
+            if is_warning(&line.class) && !in_traces.iter().any(|w| w.ends_with(&line.message)) {
                 n += 1;
                 println!(
                     "real-kernel: {which}: boot {}: KERNEL WARNING on the console: {}",

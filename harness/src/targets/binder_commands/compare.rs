@@ -1114,9 +1114,11 @@ mod tests {
         };
         let both = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np2 exit\np0 call 1\np0 call 2";
         assert_eq!(rule(both), "binder_commands/dead-target-bad-stack");
-        let dead_only = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np2 exit\np0 call 2";
+        let dead_only =
+            "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np2 exit\np0 call 2";
         assert_eq!(rule(dead_only), "binder_commands/extended-error");
-        let stack_only = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np0 call 2";
+        let stack_only =
+            "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np0 call 2";
         assert_eq!(rule(stack_only), "binder_commands/extended-error");
         let answered = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np1 reply\np2 exit\np0 call 2";
         assert_eq!(rule(answered), "binder_commands/extended-error");
