@@ -216,6 +216,235 @@ fn tree_teardown(bencher: Bencher, order_name: &str) {
     });
 }
 
+/// The kernel's own code beside ours: find, acquire and release one id
+/// (`find_unused_id(0)` then `release_id`, or `dbitmap_acquire_next_zero_bit(0)`
+/// then `dbitmap_clear_bit`) in a pool whose ids `0..n` are all taken but
+/// one, at the start (0), the middle (`n / 2`) or the end (`n - 1`). The
+/// pool is filled once per case, outside the timed closure, which leaves it
+/// as it found it. The `IdPool`s hold exactly `n` ids; the dbitmaps grow
+/// from 64 bits by doubling, so at 100,000 ids theirs holds 131,072 bits,
+/// the 31,072 above `n` free (the search stops at the free id before them).
+///
+/// Run alone with `cargo bench --bench acquire -- side_by_side`. Without
+/// the kernel source (`ci/kernel-source.sh`) the kernel's two entries print
+/// `skipped: <reason>` and the rest still run.
+mod side_by_side {
+    use super::*;
+    use kernel_dbitmap::KernelDBitmap;
+    use kernel_idpool::KernelIdPool;
+    use std::fmt;
+    use std::sync::Once;
+
+    /// Where the one free id is.
+    #[derive(Clone, Copy, Debug)]
+    enum Position {
+        Start,
+        Middle,
+        End,
+    }
+
+    /// `n` ids, all taken but the one at `position`.
+    #[derive(Clone, Copy, Debug)]
+    struct Case {
+        n: usize,
+        position: Position,
+    }
+
+    impl Case {
+        const fn new(n: usize, position: Position) -> Self {
+            Case { n, position }
+        }
+
+        /// The free id.
+        fn free(self) -> usize {
+            match self.position {
+                Position::Start => 0,
+                Position::Middle => self.n / 2,
+                Position::End => self.n - 1,
+            }
+        }
+    }
+
+    impl fmt::Display for Case {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let position = match self.position {
+                Position::Start => "start",
+                Position::Middle => "middle",
+                Position::End => "end",
+            };
+            // Zero-padded so that divan's (lexical) order is by size.
+            write!(f, "{:07}_{position}", self.n)
+        }
+    }
+
+    use Position::{End, Middle, Start};
+    const CASES: &[Case] = &[
+        Case::new(64, Start),
+        Case::new(64, Middle),
+        Case::new(64, End),
+        Case::new(1_024, Start),
+        Case::new(1_024, Middle),
+        Case::new(1_024, End),
+        Case::new(100_000, Start),
+        Case::new(100_000, Middle),
+        Case::new(100_000, End),
+        Case::new(1_048_576, Start),
+        Case::new(1_048_576, Middle),
+        Case::new(1_048_576, End),
+    ];
+
+    /// Says once, on stderr, why a kernel entry is not timed.
+    fn skipped(once: &Once, what: &str, reason: Option<&str>) {
+        once.call_once(|| {
+            eprintln!(
+                "skipped: side_by_side::{what}: {}",
+                reason.unwrap_or("unavailable")
+            );
+        });
+    }
+
+    /// Times `find_acquire_release` on a pool built by `full`, checking once
+    /// (untimed) that it answers the free id.
+    fn run<P>(
+        bencher: Bencher,
+        case: Case,
+        full: impl FnOnce(Case) -> P,
+        find_acquire_release: impl Fn(&mut P) -> usize,
+    ) {
+        let mut pool = full(case);
+        assert_eq!(find_acquire_release(&mut pool), case.free(), "{case}");
+        bencher.bench_local(|| find_acquire_release(black_box(&mut pool)));
+    }
+
+    /// Mainline's `rust/kernel/id_pool.rs`, compiled by `kernel-idpool`.
+    #[divan::bench(args = CASES)]
+    fn kernel_idpool(bencher: Bencher, case: &Case) {
+        static ONCE: Once = Once::new();
+        if !kernel_idpool::available() {
+            return skipped(&ONCE, "kernel_idpool", kernel_idpool::unavailable_reason());
+        }
+        run(
+            bencher,
+            *case,
+            |case| {
+                let mut pool = KernelIdPool::with_capacity(case.n, Gfp::Kernel).unwrap();
+                assert_eq!(pool.capacity(), case.n);
+                for id in (0..case.n).filter(|&id| id != case.free()) {
+                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
+                }
+                pool
+            },
+            |pool| {
+                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
+                pool.release_id(id);
+                id
+            },
+        );
+    }
+
+    /// The kernel's `drivers/android/dbitmap.h`, compiled by `kernel-dbitmap`.
+    #[divan::bench(args = CASES)]
+    fn kernel_dbitmap(bencher: Bencher, case: &Case) {
+        static ONCE: Once = Once::new();
+        if !kernel_dbitmap::available() {
+            return skipped(
+                &ONCE,
+                "kernel_dbitmap",
+                kernel_dbitmap::unavailable_reason(),
+            );
+        }
+        run(
+            bencher,
+            *case,
+            |case| {
+                let mut dmap = KernelDBitmap::init(Gfp::Kernel);
+                while dmap.nbits() < case.n {
+                    let nbits = dmap.grow_nbits();
+                    dmap.grow(KernelDBitmap::zalloc(nbits, Gfp::Kernel), nbits);
+                }
+                for id in (0..case.n).filter(|&id| id != case.free()) {
+                    assert_eq!(dmap.acquire_next_zero_bit(id), Ok(id));
+                }
+                dmap
+            },
+            |dmap| {
+                let id = dmap.acquire_next_zero_bit(black_box(0)).unwrap();
+                dmap.clear_bit(id);
+                id
+            },
+        );
+    }
+
+    /// Our reproduction of mainline's `IdPool`.
+    #[divan::bench(args = CASES)]
+    fn idpool(bencher: Bencher, case: &Case) {
+        run(
+            bencher,
+            *case,
+            |case| {
+                let mut pool = IdPool::with_capacity(case.n, Gfp::Kernel).unwrap();
+                assert_eq!(pool.capacity(), case.n);
+                for id in (0..case.n).filter(|&id| id != case.free()) {
+                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
+                }
+                pool
+            },
+            |pool| {
+                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
+                pool.release_id(id);
+                id
+            },
+        );
+    }
+
+    /// Our reproduction of `dbitmap.h`.
+    #[divan::bench(args = CASES)]
+    fn dbitmap(bencher: Bencher, case: &Case) {
+        run(
+            bencher,
+            *case,
+            |case| {
+                let mut dmap = DBitmap::init(Gfp::Kernel);
+                while dmap.nbits() < case.n {
+                    let nbits = dmap.grow_nbits();
+                    dmap.grow(DBitmap::zalloc(nbits, Gfp::Kernel), nbits);
+                }
+                for id in (0..case.n).filter(|&id| id != case.free()) {
+                    assert_eq!(dmap.acquire_next_zero_bit(id), Ok(id));
+                }
+                dmap
+            },
+            |dmap| {
+                let id = dmap.acquire_next_zero_bit(black_box(0)).unwrap();
+                dmap.clear_bit(id);
+                id
+            },
+        );
+    }
+
+    /// Our fast pool.
+    #[divan::bench(args = CASES)]
+    fn fast_pool(bencher: Bencher, case: &Case) {
+        run(
+            bencher,
+            *case,
+            |case| {
+                let mut pool = FastPool::with_capacity(case.n, Gfp::Kernel).unwrap();
+                assert_eq!(pool.capacity(), case.n);
+                for id in (0..case.n).filter(|&id| id != case.free()) {
+                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
+                }
+                pool
+            },
+            |pool| {
+                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
+                pool.release_id(id);
+                id
+            },
+        );
+    }
+}
+
 /// The live-memory and cost-against-n report, with the CSV files and the plot.
 mod report {
     use super::*;
