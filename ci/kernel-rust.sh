@@ -212,7 +212,9 @@ extract_tree() {
     if [ -f "$tree/.patched" ]; then
         local p ok=true
         while IFS= read -r p; do
-            patch -s -R -p1 -d "$tree" <"$p" >/dev/null 2>&1 || ok=false
+            # -f: never ask (a listed patch may not have been applied yet);
+            # anything that does not reverse cleanly means a new extraction.
+            patch -f -s -R -p1 -d "$tree" <"$p" >/dev/null 2>&1 || ok=false
         done < <(tac "$tree/.patched")
         if $ok; then
             rm -f "$tree/.patched"
@@ -324,6 +326,7 @@ step "building bzImage (make -j$JOBS, log in $dir/build.log)"
 kmake -j"$JOBS" bzImage >"$dir/build.log" 2>&1 ||
     { tail -40 "$dir/build.log" >&2; die "the kernel build failed (log: $dir/build.log)"; }
 unpatch
+trap - EXIT
 cp "$build/arch/x86/boot/bzImage" "$image.tmp" && mv "$image.tmp" "$image"
 cp "$build/.config" "$dir/config"
 step "built $image ($(stat -c %s "$image") bytes) in $((SECONDS - start)) s"

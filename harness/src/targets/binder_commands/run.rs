@@ -642,7 +642,9 @@ fn compare_group(
                     // are the group's: any of its steps may explain them.
                     let of_group = !matches!(d, Diff::Ret { .. } | Diff::Ee { .. });
                     oc.iter().filter(|_| of_group).find_map(|(j, _)| {
-                        compare::explain(&program.program.steps[*j], program.plans[*j], d)
+                        let step = &program.program.steps[*j];
+                        compare::explain(step, program.plans[*j], d)
+                            .or_else(|| aftermath.explain(*j, step, d))
                     })
                 })
                 .or_else(|| {
