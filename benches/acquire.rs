@@ -316,6 +316,57 @@ mod side_by_side {
         bencher.bench_local(|| find_acquire_release(black_box(&mut pool)));
     }
 
+    /// Times an `IdPool`-shaped pool (`with_capacity`, `find_unused_id`,
+    /// `acquire`, `release_id`) holding exactly `case.n` ids.
+    macro_rules! id_pool {
+        ($bencher:expr, $case:expr, $pool:ty) => {
+            run(
+                $bencher,
+                $case,
+                |case| {
+                    let mut pool = <$pool>::with_capacity(case.n, Gfp::Kernel).unwrap();
+                    assert_eq!(pool.capacity(), case.n);
+                    for id in (0..case.n).filter(|&id| id != case.free()) {
+                        assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
+                    }
+                    pool
+                },
+                |pool| {
+                    let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
+                    pool.release_id(id);
+                    id
+                },
+            )
+        };
+    }
+
+    /// Times a `dbitmap.h`-shaped map, grown by doubling from 64 bits until
+    /// it holds `case.n` ids (the ids above `n` stay free).
+    macro_rules! dbitmap {
+        ($bencher:expr, $case:expr, $map:ty) => {
+            run(
+                $bencher,
+                $case,
+                |case| {
+                    let mut dmap = <$map>::init(Gfp::Kernel);
+                    while dmap.nbits() < case.n {
+                        let nbits = dmap.grow_nbits();
+                        dmap.grow(<$map>::zalloc(nbits, Gfp::Kernel), nbits);
+                    }
+                    for id in (0..case.n).filter(|&id| id != case.free()) {
+                        assert_eq!(dmap.acquire_next_zero_bit(id), Ok(id));
+                    }
+                    dmap
+                },
+                |dmap| {
+                    let id = dmap.acquire_next_zero_bit(black_box(0)).unwrap();
+                    dmap.clear_bit(id);
+                    id
+                },
+            )
+        };
+    }
+
     /// Mainline's `rust/kernel/id_pool.rs`, compiled by `kernel-idpool`.
     #[divan::bench(args = CASES)]
     fn kernel_idpool(bencher: Bencher, case: &Case) {
@@ -323,23 +374,7 @@ mod side_by_side {
         if !kernel_idpool::available() {
             return skipped(&ONCE, "kernel_idpool", kernel_idpool::unavailable_reason());
         }
-        run(
-            bencher,
-            *case,
-            |case| {
-                let mut pool = KernelIdPool::with_capacity(case.n, Gfp::Kernel).unwrap();
-                assert_eq!(pool.capacity(), case.n);
-                for id in (0..case.n).filter(|&id| id != case.free()) {
-                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
-                }
-                pool
-            },
-            |pool| {
-                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
-                pool.release_id(id);
-                id
-            },
-        );
+        id_pool!(bencher, *case, KernelIdPool);
     }
 
     /// The kernel's `drivers/android/dbitmap.h`, compiled by `kernel-dbitmap`.
@@ -353,95 +388,25 @@ mod side_by_side {
                 kernel_dbitmap::unavailable_reason(),
             );
         }
-        run(
-            bencher,
-            *case,
-            |case| {
-                let mut dmap = KernelDBitmap::init(Gfp::Kernel);
-                while dmap.nbits() < case.n {
-                    let nbits = dmap.grow_nbits();
-                    dmap.grow(KernelDBitmap::zalloc(nbits, Gfp::Kernel), nbits);
-                }
-                for id in (0..case.n).filter(|&id| id != case.free()) {
-                    assert_eq!(dmap.acquire_next_zero_bit(id), Ok(id));
-                }
-                dmap
-            },
-            |dmap| {
-                let id = dmap.acquire_next_zero_bit(black_box(0)).unwrap();
-                dmap.clear_bit(id);
-                id
-            },
-        );
+        dbitmap!(bencher, *case, KernelDBitmap);
     }
 
     /// Our reproduction of mainline's `IdPool`.
     #[divan::bench(args = CASES)]
     fn idpool(bencher: Bencher, case: &Case) {
-        run(
-            bencher,
-            *case,
-            |case| {
-                let mut pool = IdPool::with_capacity(case.n, Gfp::Kernel).unwrap();
-                assert_eq!(pool.capacity(), case.n);
-                for id in (0..case.n).filter(|&id| id != case.free()) {
-                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
-                }
-                pool
-            },
-            |pool| {
-                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
-                pool.release_id(id);
-                id
-            },
-        );
+        id_pool!(bencher, *case, IdPool);
     }
 
     /// Our reproduction of `dbitmap.h`.
     #[divan::bench(args = CASES)]
     fn dbitmap(bencher: Bencher, case: &Case) {
-        run(
-            bencher,
-            *case,
-            |case| {
-                let mut dmap = DBitmap::init(Gfp::Kernel);
-                while dmap.nbits() < case.n {
-                    let nbits = dmap.grow_nbits();
-                    dmap.grow(DBitmap::zalloc(nbits, Gfp::Kernel), nbits);
-                }
-                for id in (0..case.n).filter(|&id| id != case.free()) {
-                    assert_eq!(dmap.acquire_next_zero_bit(id), Ok(id));
-                }
-                dmap
-            },
-            |dmap| {
-                let id = dmap.acquire_next_zero_bit(black_box(0)).unwrap();
-                dmap.clear_bit(id);
-                id
-            },
-        );
+        dbitmap!(bencher, *case, DBitmap);
     }
 
     /// Our fast pool.
     #[divan::bench(args = CASES)]
     fn fast_pool(bencher: Bencher, case: &Case) {
-        run(
-            bencher,
-            *case,
-            |case| {
-                let mut pool = FastPool::with_capacity(case.n, Gfp::Kernel).unwrap();
-                assert_eq!(pool.capacity(), case.n);
-                for id in (0..case.n).filter(|&id| id != case.free()) {
-                    assert_eq!(pool.find_unused_id(id).unwrap().acquire(), id);
-                }
-                pool
-            },
-            |pool| {
-                let id = pool.find_unused_id(black_box(0)).unwrap().acquire();
-                pool.release_id(id);
-                id
-            },
-        );
+        id_pool!(bencher, *case, FastPool);
     }
 }
 

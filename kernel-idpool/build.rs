@@ -54,30 +54,17 @@ const KNOWN: &[Known] = &[Known {
     ],
 }];
 
-/// Creates the watched cache directory `dir` when it is missing, dated at
-/// the epoch: made while this script runs, it would be newer than the run,
-/// and cargo would run the script (and rebuild every crate above it) once
-/// more at the next build, a second build of the harness on a fresh clone.
-/// Filling it later (ci/kernel-source.sh) changes its time, and the script
-/// runs again.
-fn watched_dir(dir: &Path) {
-    if dir.is_dir() {
-        return;
-    }
-    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1);
-    if let Err(e) = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::File::open(dir))
-        .and_then(|f| f.set_modified(old))
-    {
-        println!("cargo::warning=cannot create {}: {e}", dir.display());
-    }
-}
+// `watched_dir`, shared with the other kernel crate's build script.
+#[path = "../build-support/watched_dir.rs"]
+mod watched_dir;
+use watched_dir::watched_dir;
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     println!("cargo::rerun-if-env-changed=KERNEL_TREE");
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=../build-support/watched_dir.rs");
 
     if env::var("CARGO_CFG_TARGET_POINTER_WIDTH").as_deref() == Ok("64") {
         println!("cargo::rustc-cfg=CONFIG_64BIT");

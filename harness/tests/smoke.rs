@@ -152,7 +152,7 @@ fn concurrent_resize_runs_every_pool() {
     }
 }
 
-/// Adding a target is what the README says: every target in the list has
+/// Adding a target is what docs/adding-a-target.md says: every target in the list has
 /// its glue for each engine `Target::engines` names and no other, each glue
 /// file is the same few lines calling `idpool_harness::fuzz` with the
 /// target's name and nothing else (`Engine::glue`; libFuzzer's also has
@@ -296,17 +296,17 @@ fn scripts_take_libfuzzers_flags_from_lib_sh() {
         lib.contains("\"${LIBFUZZER_FLAGS[@]}\""),
         "run_libfuzzer passes them"
     );
-    // The README's libFuzzer example spells the default schedule out: it
-    // must be the one ci/lib.sh gives.
+    // The libFuzzer example of docs/campaign.md spells the default schedule
+    // out: it must be the one ci/lib.sh gives.
     let schedule = lib
         .split_once("<<<\"${LIBFUZZER_SCHEDULE-")
         .and_then(|(_, rest)| rest.split_once("}\""))
         .map(|(flags, _)| flags)
         .expect("ci/lib.sh sets LIBFUZZER_SCHEDULE's default");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(root.join("docs/campaign.md")).unwrap();
     assert!(
-        readme.contains(&format!("-dict=dict/pool_ops.dict {schedule}\n")),
-        "the README's libFuzzer example does not run ci/lib.sh's schedule '{schedule}'"
+        guide.contains(&format!("-dict=dict/pool_ops.dict {schedule}\n")),
+        "docs/campaign.md's libFuzzer example does not run ci/lib.sh's schedule '{schedule}'"
     );
     for script in [
         "ci/throughput.sh",

@@ -60,18 +60,11 @@ fn rust_kernel(root: &Path) -> Result<Kernel, String> {
             PathBuf::from(text.lines().last().unwrap_or_default().trim())
         }
     };
-    let executor = Kernel::static_executor(root);
-    if !executor.is_file() {
-        return Err(format!(
-            "{} is missing: run ci/kernel-vm.sh --prepare",
-            executor.display()
-        ));
-    }
     Ok(Kernel {
         driver: Driver::Rust,
         image,
         module: None,
-        executor,
+        executor: static_executor(root)?,
     })
 }
 
@@ -87,19 +80,25 @@ fn c_kernel(root: &Path) -> Result<Kernel, String> {
     if !image.is_file() {
         return Err(format!("C_KERNEL_IMAGE={} is not a file", image.display()));
     }
-    let executor = Kernel::static_executor(root);
-    if !executor.is_file() {
-        return Err(format!(
-            "{} is missing: run ci/kernel-vm.sh --prepare",
-            executor.display()
-        ));
-    }
     Ok(Kernel {
         driver: Driver::C,
         image,
         module: None,
-        executor,
+        executor: static_executor(root)?,
     })
+}
+
+/// The static executor `ci/kernel-vm.sh --prepare` builds.
+fn static_executor(root: &Path) -> Result<PathBuf, String> {
+    let executor = Kernel::static_executor(root);
+    if executor.is_file() {
+        Ok(executor)
+    } else {
+        Err(format!(
+            "{} is missing: run ci/kernel-vm.sh --prepare",
+            executor.display()
+        ))
+    }
 }
 
 /// The programs under `paths`: trace files (`*.trace`), or raw inputs of
