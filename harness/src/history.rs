@@ -303,11 +303,18 @@ pub enum Finding {
     /// stack forbids the call: `BR_DEAD_REPLY` in C, `BR_FAILED_REPLY` in
     /// Rust (`docs/findings/0019-dead-target-bad-stack.md`).
     DeadTargetBadStack,
+    /// A freeze of a pid with two Binder processes that fails at one: C
+    /// and Rust go through them in opposite orders
+    /// (`docs/findings/0020-freeze-pid-order.md`).
+    FreezePidOrder,
+    /// A transaction to handle 0 from another open by the manager's task:
+    /// refused by C, delivered by Rust (`docs/findings/0021-manager-task.md`).
+    ManagerTask,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 22] = [
+    pub const ALL: [Finding; 24] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -330,6 +337,8 @@ impl Finding {
         Finding::ThreadExitNodeWork,
         Finding::CallToExitedCaller,
         Finding::DeadTargetBadStack,
+        Finding::FreezePidOrder,
+        Finding::ManagerTask,
     ];
 
     /// The findings of upstream's past versions of the handle table (the
@@ -367,6 +376,8 @@ impl Finding {
             Finding::ThreadExitNodeWork => "thread-exit-node-work",
             Finding::CallToExitedCaller => "call-to-exited-caller",
             Finding::DeadTargetBadStack => "dead-target-bad-stack",
+            Finding::FreezePidOrder => "freeze-pid-order",
+            Finding::ManagerTask => "manager-task",
         }
     }
 
@@ -402,6 +413,8 @@ impl Finding {
                 | Finding::ThreadExitNodeWork
                 | Finding::CallToExitedCaller
                 | Finding::DeadTargetBadStack
+                | Finding::FreezePidOrder
+                | Finding::ManagerTask
         )
     }
 

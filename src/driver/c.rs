@@ -25,7 +25,8 @@
 //! `waiting_threads`.
 
 use super::command::{
-    Command, LooperCmd, NodeFlags, Object, Payload, Pid, RefCmd, Refused, Step, Tid, TxnFlags,
+    Command, LooperCmd, NodeFlags, Object, Payload, Pid, Procs, RefCmd, Refused, Step, Tid,
+    TxnFlags,
 };
 use super::exec::{drive, Held, Tables, Windows};
 use super::observe::{
@@ -232,8 +233,13 @@ struct Thread {
 
 #[derive(Debug)]
 struct Proc {
+    /// `proc->pid`: the pid of the task that opened it
+    /// (`current->group_leader->pid`, binder.c:6087), named by the task's
+    /// first process. Two opens by one task have one pid.
+    pid: Pid,
     euid: u32,
-    /// The file is still open (no `exit` yet).
+    /// The file is still open (no `exit` yet): the process is on the
+    /// global `binder_procs` list.
     open: bool,
     is_dead: bool,
     refs: NodeRefs<DBitmap>,
@@ -347,18 +353,21 @@ fn br_of(cmd: u32) -> Br {
 }
 
 impl CDriver {
-    /// The driver after each of `euids.len()` processes opened the device,
+    /// The driver after each of `procs.len()` processes opened the device,
     /// for the C `version`: each one's thread `t0` has made its first
     /// ioctls (`BINDER_VERSION`, then `BC_ENTER_LOOPER`).
     ///
     /// # Panics
     ///
     /// If `version` is not a C version.
-    pub fn new(euids: &[u32], version: Version) -> Self {
+    pub fn new(procs: &Procs, version: Version) -> Self {
         assert_eq!(version.driver(), Driver::C, "{version} is not a C version");
-        let procs = euids
+        let procs = procs
+            .euids
             .iter()
-            .map(|&euid| Proc {
+            .zip(&procs.tasks)
+            .map(|(&euid, &task)| Proc {
+                pid: task,
                 euid,
                 open: true,
                 is_dead: false,
@@ -401,7 +410,7 @@ impl CDriver {
             crash: None,
             held: Held::default(),
         };
-        for i in 0..euids.len() {
+        for i in 0..driver.procs.len() {
             let t = driver.binder_get_thread(Pid(i as u8), Tid(0));
             let thread = &mut driver.threads[t];
             thread.looper |= looper::ENTERED;
@@ -1398,16 +1407,37 @@ impl CDriver {
                 .any(|&t| self.threads[t].transaction_stack.is_some())
     }
 
-    /// `BINDER_FREEZE` on the process `target` (binder.c:5896-5952): no
-    /// Binder process with its pid (it exited) is `EINVAL`.
+    /// The processes on `binder_procs` with the pid of `target`'s task, in
+    /// the list's order: `binder_open` adds each new process at the head
+    /// (`hlist_add_head`, binder.c:6118), so the last opened comes first.
+    /// `target` itself may have exited while another open of its task
+    /// lives.
+    fn procs_with_pid_of(&self, target: Pid) -> Vec<Pid> {
+        let pid = self.procs[target.index()].pid;
+        (0..self.procs.len() as u8)
+            .rev()
+            .map(Pid)
+            .filter(|&p| self.procs[p.index()].open && self.procs[p.index()].pid == pid)
+            .collect()
+    }
+
+    /// `BINDER_FREEZE` for the pid of `target`'s task (binder.c:5897-5954):
+    /// no Binder process with the pid is `EINVAL`; otherwise each one, in
+    /// `binder_procs` order, until one fails (`if (ret >= 0) ret =
+    /// binder_ioctl_freeze(...)`, 5940-5941): the ones before it stay as
+    /// they were made, the ones after it are not touched, and the failure
+    /// is the ioctl's.
     fn freeze_ioctl(&mut self, target: Pid, enable: bool, timeout_ms: u32) -> Ret {
-        if !self.procs[target.index()].open {
+        let procs = self.procs_with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
-        match self.binder_ioctl_freeze(target, enable, timeout_ms) {
-            Ok(()) => Ret::Ok,
-            Err(e) => Ret::Err(e),
+        for p in procs {
+            if let Err(e) = self.binder_ioctl_freeze(p, enable, timeout_ms) {
+                return Ret::Err(e);
+            }
         }
+        Ret::Ok
     }
 
     /// `binder_ioctl_freeze` (binder.c:5692-5741). No transaction ends
@@ -1467,16 +1497,22 @@ impl CDriver {
     }
 
     /// `BINDER_GET_FROZEN_INFO` (`binder_ioctl_get_freezer_info`,
-    /// binder.c:5743-5771).
+    /// binder.c:5743-5771): every process with the pid of `target`'s task
+    /// adds its bits; none is `EINVAL`.
     fn binder_ioctl_get_freezer_info(&mut self, target: Pid) -> Ret {
-        let p = &self.procs[target.index()];
-        if !p.open {
+        let procs = self.procs_with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
-        let pending = u32::from(self.binder_txns_pending(target));
+        let (mut sync_recv, mut async_recv) = (0, 0);
+        for p in procs {
+            let pending = u32::from(self.binder_txns_pending(p));
+            sync_recv |= u32::from(self.procs[p.index()].sync_recv) | pending << 1;
+            async_recv |= u32::from(self.procs[p.index()].async_recv);
+        }
         Ret::FrozenInfo {
-            sync_recv: u32::from(p.sync_recv) | pending << 1,
-            async_recv: u32::from(p.async_recv),
+            sync_recv,
+            async_recv,
         }
     }
 
@@ -1694,7 +1730,10 @@ impl CDriver {
                 Some(m) => {
                     let got = self.binder_get_node_refs_for_txn(m);
                     if let Ok((n, target_proc)) = got {
-                        if target_proc == pid {
+                        // `target_proc->pid == proc->pid` (3239): the
+                        // manager's own process, or another open by its
+                        // task.
+                        if self.procs[target_proc.index()].pid == self.procs[pid.index()].pid {
                             self.log.push(Log::TransactionToOwnManager);
                             // err_invalid_target_handle
                             self.binder_dec_node(n, true, false);

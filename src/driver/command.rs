@@ -1210,64 +1210,132 @@ impl Step {
     }
 }
 
-/// The processes of a program and what they do, in order.
+/// Who the processes of a program are: each one's effective uid, and the
+/// task that opened it.
+///
+/// A process is one open of the device, a Binder process in both drivers.
+/// Most processes are opened by a task of their own (a forked process of
+/// the executor); a process may instead be another open by the task of an
+/// earlier one: then both drivers see two Binder processes with one pid
+/// (`proc->pid` in C, `Process::task` in Rust), and the opens of one task
+/// are made one after the other, in process order, when its first process
+/// opens.
 ///
 /// # Invariants
 ///
-/// `1 <= procs <= MAX_PROCS`, every step's process is below `procs` (and
-/// so is every process a command names), and `euids.len() == procs`.
+/// `1 <= euids.len() <= MAX_PROCS`, `tasks.len() == euids.len()`, and for
+/// each process `i`: `tasks[i]` is the first process of its task
+/// (`tasks[i] <= i` and `tasks[tasks[i]] == tasks[i]`), whose euid it has
+/// (`euids[i] == euids[tasks[i]]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Program {
+pub struct Procs {
     /// Each process's effective uid (0 or another): `BINDER_SET_CONTEXT_MGR`
     /// compares it with the first manager's.
     pub euids: Vec<u32>,
-    /// The steps, in program order.
-    pub steps: Vec<Step>,
+    /// Each process's task, named by the task's first process.
+    pub tasks: Vec<Pid>,
 }
 
-impl Program {
+impl Procs {
+    /// Processes with these euids, each opened by a task of its own.
+    pub fn new(euids: Vec<u32>) -> Procs {
+        let tasks = (0..euids.len() as u8).map(Pid).collect();
+        Procs { euids, tasks }
+    }
+
     /// How many processes.
-    pub fn procs(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.euids.len()
     }
 
-    /// The `procs` line of the text form: `procs 3` when every euid is 0,
-    /// `procs 0 0 1000` otherwise.
-    pub fn procs_line(&self) -> String {
-        if self.euids.iter().all(|&e| e == 0) {
-            format!("procs {}", self.euids.len())
-        } else {
-            let euids: Vec<String> = self.euids.iter().map(u32::to_string).collect();
-            format!("procs {}", euids.join(" "))
+    /// Whether there are none (never, by the invariants).
+    pub fn is_empty(&self) -> bool {
+        self.euids.is_empty()
+    }
+
+    /// The task of process `pid`, named by its first process.
+    pub fn task(&self, pid: Pid) -> Pid {
+        self.tasks[pid.index()]
+    }
+
+    /// The processes `pid`'s task opened, `pid` among them, in the order it
+    /// opened them.
+    pub fn of_task(&self, pid: Pid) -> impl Iterator<Item = Pid> + '_ {
+        let task = self.task(pid);
+        (0..self.len() as u8)
+            .map(Pid)
+            .filter(move |&p| self.task(p) == task)
+    }
+
+    /// Whether some task opened the device more than once.
+    pub fn shares_a_task(&self) -> bool {
+        self.tasks.iter().enumerate().any(|(i, t)| t.index() != i)
+    }
+
+    /// The `procs` line of the text form: `procs 3` when every euid is 0
+    /// and every process has a task of its own; otherwise one word per
+    /// process, its euid or, for another open by an earlier process's
+    /// task, that process (`procs 0 1000 p0`).
+    pub fn line(&self) -> String {
+        if self.euids.iter().all(|&e| e == 0) && !self.shares_a_task() {
+            return format!("procs {}", self.len());
         }
+        let words: Vec<String> = (0..self.len())
+            .map(|i| match self.tasks[i] {
+                task if task.index() != i => task.to_string(),
+                _ => self.euids[i].to_string(),
+            })
+            .collect();
+        format!("procs {}", words.join(" "))
     }
 
     /// Parses the `procs` line's words after `procs`: a count (`procs 3`,
-    /// every euid 0) or one euid per process, more than one
-    /// (`procs 0 0 1000`).
-    pub fn parse_procs(words: &[&str]) -> Result<Vec<u32>, String> {
-        let numbers: Vec<u32> = words
-            .iter()
-            .map(|w| {
-                w.parse()
-                    .map_err(|_| format!("expected a number, got {w:?}"))
-            })
-            .collect::<Result<_, _>>()?;
-        let euids = match numbers.as_slice() {
-            [n] => vec![0; *n as usize],
-            many => many.to_vec(),
-        };
-        if euids.is_empty() || euids.len() > MAX_PROCS {
+    /// every euid 0, a task each) or one word per process, more than one:
+    /// its euid, or `pN` for another open by the task of the earlier
+    /// process `pN` (`procs 0 1000 p1`).
+    pub fn parse(words: &[&str]) -> Result<Procs, String> {
+        if let [n] = words {
+            let n: usize = n
+                .parse()
+                .map_err(|_| format!("expected a number of processes, got {n:?}"))?;
+            if n == 0 || n > MAX_PROCS {
+                return Err(format!("a program has 1 to {MAX_PROCS} processes, got {n}"));
+            }
+            return Ok(Procs::new(vec![0; n]));
+        }
+        if words.len() > MAX_PROCS {
             return Err(format!(
                 "a program has 1 to {MAX_PROCS} processes, got {}",
-                euids.len()
+                words.len()
             ));
         }
-        Ok(euids)
+        let mut procs = Procs {
+            euids: Vec::new(),
+            tasks: Vec::new(),
+        };
+        for (i, w) in words.iter().enumerate() {
+            if w.starts_with('p') {
+                let first: Pid = w.parse()?;
+                if first.index() >= i {
+                    return Err(format!(
+                        "p{i} is another open by {first}'s task, which must come before it"
+                    ));
+                }
+                let task = procs.task(first);
+                procs.euids.push(procs.euids[task.index()]);
+                procs.tasks.push(task);
+            } else {
+                let euid = w
+                    .parse()
+                    .map_err(|_| format!("expected an euid or a process pN, got {w:?}"))?;
+                procs.euids.push(euid);
+                procs.tasks.push(Pid(i as u8));
+            }
+        }
+        Ok(procs)
     }
 
-    /// Checks the invariants: every step names a process the program has,
-    /// and so does every command that names one.
+    /// Checks the invariants.
     pub fn check(&self) -> Result<(), String> {
         if self.euids.is_empty() || self.euids.len() > MAX_PROCS {
             return Err(format!(
@@ -1275,6 +1343,56 @@ impl Program {
                 self.euids.len()
             ));
         }
+        if self.tasks.len() != self.euids.len() {
+            return Err(format!(
+                "{} euids but {} tasks",
+                self.euids.len(),
+                self.tasks.len()
+            ));
+        }
+        for (i, &task) in self.tasks.iter().enumerate() {
+            if task.index() > i || self.tasks[task.index()] != task {
+                return Err(format!(
+                    "p{i}'s task {task} is not the first process of a task"
+                ));
+            }
+            if self.euids[i] != self.euids[task.index()] {
+                return Err(format!("p{i} has another euid than its task {task}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The processes of a program and what they do, in order.
+///
+/// # Invariants
+///
+/// `procs` holds its own invariants, every step's process is below
+/// `procs.len()`, and so is every process a command names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// Who the processes are.
+    pub procs: Procs,
+    /// The steps, in program order.
+    pub steps: Vec<Step>,
+}
+
+impl Program {
+    /// How many processes.
+    pub fn procs(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// The `procs` line of the text form ([`Procs::line`]).
+    pub fn procs_line(&self) -> String {
+        self.procs.line()
+    }
+
+    /// Checks the invariants: the processes', every step names a process
+    /// the program has, and so does every command that names one.
+    pub fn check(&self) -> Result<(), String> {
+        self.procs.check()?;
         let named = |s: &Step| match s.command {
             Command::Freeze { target, .. }
             | Command::Thaw(target)
@@ -1410,7 +1528,7 @@ mod tests {
     #[test]
     fn a_command_naming_a_missing_process_is_refused() {
         let p = Program {
-            euids: vec![0, 0],
+            procs: Procs::new(vec![0, 0]),
             steps: vec![Step::main(Pid(0), Command::Thaw(Pid(2)))],
         };
         assert!(p.check().unwrap_err().contains("names p2"));
@@ -1418,14 +1536,39 @@ mod tests {
 
     #[test]
     fn procs_line() {
-        assert_eq!(Program::parse_procs(&["3"]), Ok(vec![0, 0, 0]));
-        assert_eq!(Program::parse_procs(&["0", "1000"]), Ok(vec![0, 1000]));
-        assert!(Program::parse_procs(&["5"]).is_err());
-        assert!(Program::parse_procs(&["0"]).is_err());
-        let p = Program {
+        let euids = |words: &[&str]| Procs::parse(words).map(|p| p.euids);
+        assert_eq!(euids(&["3"]), Ok(vec![0, 0, 0]));
+        assert_eq!(euids(&["0", "1000"]), Ok(vec![0, 1000]));
+        assert!(Procs::parse(&["5"]).is_err());
+        assert!(Procs::parse(&["0"]).is_err());
+        assert_eq!(Procs::new(vec![0, 1000]).line(), "procs 0 1000");
+        assert_eq!(Procs::new(vec![0, 0]).line(), "procs 2");
+    }
+
+    #[test]
+    fn another_open_by_an_earlier_task() {
+        let p = Procs::parse(&["1000", "0", "p0", "p2"]).unwrap();
+        assert_eq!(p.euids, [1000, 0, 1000, 1000]);
+        assert_eq!(p.tasks, [Pid(0), Pid(1), Pid(0), Pid(0)]);
+        assert_eq!(
+            p.of_task(Pid(3)).collect::<Vec<_>>(),
+            [Pid(0), Pid(2), Pid(3)]
+        );
+        assert_eq!(p.line(), "procs 1000 0 p0 p0");
+        assert_eq!(p.check(), Ok(()));
+        assert!(Procs::parse(&["0", "p1"])
+            .unwrap_err()
+            .contains("must come before"));
+        assert!(Procs::parse(&["p0", "0"])
+            .unwrap_err()
+            .contains("must come before"));
+        assert!(Procs::parse(&["0", "x"])
+            .unwrap_err()
+            .contains("euid or a process"));
+        let bad = Procs {
             euids: vec![0, 1000],
-            steps: vec![],
+            tasks: vec![Pid(0), Pid(0)],
         };
-        assert_eq!(p.procs_line(), "procs 0 1000");
+        assert!(bad.check().unwrap_err().contains("another euid"));
     }
 }

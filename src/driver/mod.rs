@@ -15,8 +15,8 @@ pub use exec::{FailFirst, Held, Sequential, Windows};
 pub use rust::RustDriver;
 
 pub use command::{
-    Arg, Command, LooperCmd, NodeFlags, Object, Payload, Pid, Program, RefCmd, Refused, Row, Step,
-    Tid, TxnFlags, Uapi, Value, MAX_OBJECTS, MAX_PROCS, MAX_THREADS, NODE_PTRS, VOCABULARY,
+    Arg, Command, LooperCmd, NodeFlags, Object, Payload, Pid, Procs, Program, RefCmd, Refused, Row,
+    Step, Tid, TxnFlags, Uapi, Value, MAX_OBJECTS, MAX_PROCS, MAX_THREADS, NODE_PTRS, VOCABULARY,
 };
 pub use observe::{
     br_code, Br, Errno, ExtendedError, Log, NodeName, NodeState, Observed, ProcState, Read,

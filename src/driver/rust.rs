@@ -25,7 +25,7 @@
 
 use super::c::MAP_SIZE;
 use super::command::{
-    Command, LooperCmd, NodeFlags, Object, Payload, Pid, Refused, Step, Tid, TxnFlags,
+    Command, LooperCmd, NodeFlags, Object, Payload, Pid, Procs, Refused, Step, Tid, TxnFlags,
 };
 use super::exec::{drive, Tables, Windows};
 use super::observe::{
@@ -272,7 +272,13 @@ impl IsFrozen {
 
 #[derive(Debug)]
 struct Proc {
+    /// `Process::task`: the task that opened it (`group_leader()`,
+    /// process.rs:532), named by the task's first process. Two opens by
+    /// one task share it.
+    task: Pid,
     euid: u32,
+    /// The file is still open (no `exit` yet): the process is on its
+    /// context's `all_procs`.
     open: bool,
     is_dead: bool,
     is_manager: bool,
@@ -380,22 +386,25 @@ fn br_of(code: u32) -> Br {
 }
 
 impl RustDriver {
-    /// The driver after each of `euids.len()` processes opened the device,
+    /// The driver after each of `procs.len()` processes opened the device,
     /// for the Rust `version`: each one's thread `t0` has written
     /// `BC_ENTER_LOOPER` (`BINDER_VERSION` makes no thread in this driver).
     ///
     /// # Panics
     ///
     /// If `version` is not a Rust version.
-    pub fn new(euids: &[u32], version: Version) -> Self {
+    pub fn new(procs: &Procs, version: Version) -> Self {
         assert_eq!(
             version.driver(),
             Driver::Rust,
             "{version} is not a Rust version"
         );
-        let procs = euids
+        let procs = procs
+            .euids
             .iter()
-            .map(|&euid| Proc {
+            .zip(&procs.tasks)
+            .map(|(&euid, &task)| Proc {
+                task,
                 euid,
                 open: true,
                 is_dead: false,
@@ -436,7 +445,7 @@ impl RustDriver {
             items: 0,
             log: Vec::new(),
         };
-        for i in 0..euids.len() {
+        for i in 0..driver.procs.len() {
             let t = driver.get_current_thread(Pid(i as u8), Tid(0));
             driver.threads[t].looper_flags |= looper::ENTERED;
         }
@@ -1609,21 +1618,41 @@ impl RustDriver {
                 .any(|&t| self.threads[t].current_transaction.is_some())
     }
 
+    /// The processes of the context whose task has `target`'s task's pid
+    /// (`Context::get_procs_with_pid`, context.rs:165-174), in the order
+    /// of `all_procs`: `register_process` pushes each new process at the
+    /// end (context.rs:86), so the first opened comes first. `target`
+    /// itself may have exited while another open of its task lives.
+    fn procs_with_pid_of(&self, target: Pid) -> Vec<Pid> {
+        let task = self.procs[target.index()].task;
+        (0..self.procs.len() as u8)
+            .map(Pid)
+            .filter(|&p| self.procs[p.index()].open && self.procs[p.index()].task == task)
+            .collect()
+    }
+
     /// `BINDER_FREEZE` (`ioctl_freeze`, process.rs:1634-1653): every
-    /// process with the pid, none at all being no error; then
+    /// process with the pid, none at all being no error, each one frozen
+    /// in turn until one fails (`proc.ioctl_freeze(&info)?`, 1648): the
+    /// ones before it stay frozen or thawed, the ones after it are not
+    /// touched.
+    fn ioctl_freeze(&mut self, target: Pid, enable: bool) -> Result<Ret, Errno> {
+        for p in self.procs_with_pid_of(target) {
+            self.process_ioctl_freeze(p, enable)?;
+        }
+        Ok(Ret::Ok)
+    }
+
     /// `Process::ioctl_freeze` (process.rs:1534-1593). No transaction ends
     /// while the caller waits.
-    fn ioctl_freeze(&mut self, target: Pid, enable: bool) -> Result<Ret, Errno> {
-        if !self.procs[target.index()].open {
-            return Ok(Ret::Ok);
-        }
+    fn process_ioctl_freeze(&mut self, target: Pid, enable: bool) -> Result<(), Errno> {
         let p = self.proc(target);
         p.sync_recv = false;
         p.async_recv = false;
         if !enable {
             p.is_frozen = IsFrozen::No;
             self.send_freeze_messages(target);
-            return Ok(Ret::Ok);
+            return Ok(());
         }
         p.is_frozen = IsFrozen::InProgress;
         if self.txns_pending(target) {
@@ -1632,19 +1661,25 @@ impl RustDriver {
         }
         self.proc(target).is_frozen = IsFrozen::Yes;
         self.send_freeze_messages(target);
-        Ok(Ret::Ok)
+        Ok(())
     }
 
-    /// `BINDER_GET_FROZEN_INFO` (`get_frozen_status`, process.rs:1605-1632).
+    /// `BINDER_GET_FROZEN_INFO` (`get_frozen_status`, process.rs:1605-1632):
+    /// every process with the pid adds its bits; none is `EINVAL`.
     fn get_frozen_status(&self, target: Pid) -> Ret {
-        let p = &self.procs[target.index()];
-        if !p.open {
+        let procs = self.procs_with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
-        let pending = u32::from(self.txns_pending(target));
+        let (mut sync_recv, mut async_recv) = (0, 0);
+        for p in procs {
+            let pending = u32::from(self.txns_pending(p));
+            async_recv |= u32::from(self.procs[p.index()].async_recv);
+            sync_recv |= u32::from(self.procs[p.index()].sync_recv) | pending << 1;
+        }
         Ret::FrozenInfo {
-            sync_recv: u32::from(p.sync_recv) | pending << 1,
-            async_recv: u32::from(p.async_recv),
+            sync_recv,
+            async_recv,
         }
     }
 
@@ -1697,6 +1732,8 @@ impl RustDriver {
                 Ok(Err(e)) => return Err(BinderError::from(e)),
                 Ok(Ok(node_ref)) => node_ref,
             };
+            // `core::ptr::eq(self, &*node_ref.node.owner)` (process.rs:928):
+            // the manager's own process only, not another open by its task.
             if self.nodes[node_ref.node].owner == pid {
                 self.drop_node_ref(node_ref);
                 return Err(BinderError::from(Errno::Inval));

@@ -18,7 +18,7 @@ use crate::version::Version;
 
 /// What the tests need of a driver model.
 trait Model: Sized {
-    fn build(euids: &[u32], version: Version) -> Self;
+    fn build(procs: &Procs, version: Version) -> Self;
     fn run(
         &mut self,
         step: &Step,
@@ -31,8 +31,8 @@ trait Model: Sized {
 }
 
 impl Model for CDriver {
-    fn build(euids: &[u32], version: Version) -> Self {
-        CDriver::new(euids, version)
+    fn build(procs: &Procs, version: Version) -> Self {
+        CDriver::new(procs, version)
     }
     fn run(
         &mut self,
@@ -51,8 +51,8 @@ impl Model for CDriver {
 }
 
 impl Model for RustDriver {
-    fn build(euids: &[u32], version: Version) -> Self {
-        RustDriver::new(euids, version)
+    fn build(procs: &Procs, version: Version) -> Self {
+        RustDriver::new(procs, version)
     }
     fn run(
         &mut self,
@@ -91,9 +91,9 @@ impl<D: Model> Run<D> {
         let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
         let head: Vec<&str> = lines.next().expect("a procs line").split(' ').collect();
         assert_eq!(head[0], "procs", "a program starts with its procs line");
-        let euids = Program::parse_procs(&head[1..]).expect("a procs line");
+        let procs = Procs::parse(&head[1..]).expect("a procs line");
         let mut run = Run {
-            driver: D::build(&euids, version),
+            driver: D::build(&procs, version),
             seen: Vec::new(),
         };
         for line in lines {
@@ -2821,4 +2821,103 @@ fn rust_request_freeze_notif_refuses_a_cookie_of_another_node() {
         "a cookie another node's listener holds is refused"
     );
     assert_eq!(reads(o, 1), NONE, "and nothing is notified");
+}
+
+// ---- several opens by one task ------------------------------------------
+
+/// `p0` and `p2` are two opens by one task: `p1` (the manager) holds a
+/// handle on `p2`'s node 5 with a freeze notification, and `p0` owes a
+/// reply to a call from `p1`'s thread `t1`, so that freezing the task's
+/// pid fails at `p0` and succeeds at `p2`.
+const TWO_OPENS_ONE_BUSY: &str = "procs 0 0 p0
+     p1 set-manager
+     p2 send 0 node 5
+     p1 acquire 1
+     p0 send 0 node 3
+     p1 acquire 2
+     p1 free
+     p1 free
+     p1.t1 call 2
+     p1 freeze-notify 1 7
+     p1 freeze p0 0";
+
+#[test]
+fn c_binder_freeze_goes_through_binder_procs_last_opened_first() {
+    // BINDER_FREEZE, binder.c:5897-5954: every process with the pid, in
+    // binder_procs order (binder_open adds at the head, 6118), until one
+    // fails (5940-5941: `if (ret >= 0)`). p2, opened after p0, is frozen
+    // first; p0's pending transaction then fails the ioctl, and p2 stays
+    // frozen: p1 is told so.
+    let run = c(TWO_OPENS_ONE_BUSY);
+    let o = run.last();
+    assert_eq!(ret(o), "EAGAIN", "p0's pending call fails the freeze");
+    assert_eq!(reads(o, 1), ["frozen-binder 7 1"], "p2 was frozen before");
+    let mut run = run;
+    let o = run.step("p1 frozen-info p2");
+    assert_eq!(ret(&o), "sync 2 async 0", "the pid's processes add up");
+}
+
+#[test]
+fn rust_ioctl_freeze_goes_through_all_procs_first_opened_first() {
+    // ioctl_freeze, process.rs:1634-1653: get_procs_with_pid follows
+    // all_procs (register_process pushes at the end, context.rs:86), and
+    // the first failure returns (`?`, 1648). p0 fails first; p2 is never
+    // frozen, and p1 hears nothing.
+    let run = rust(TWO_OPENS_ONE_BUSY);
+    let o = run.last();
+    assert_eq!(ret(o), "EAGAIN", "p0's pending call fails the freeze");
+    assert_eq!(reads(o, 1), NONE, "p2 was not reached");
+}
+
+#[test]
+fn another_open_of_an_exited_process_task_keeps_its_pid() {
+    // Both drivers look the pid up among the processes they hold: p0 has
+    // exited, p2 (the same task) has not.
+    let program = "procs 0 0 p0
+                   p0 exit
+                   p1 freeze p0 0";
+    assert_eq!(ret(c(program).last()), "0", "C finds p2");
+    assert_eq!(ret(rust(program).last()), "0", "Rust finds p2");
+    let mut c_run = c(program);
+    assert_eq!(ret(&c_run.step("p1 frozen-info p0")), "sync 0 async 0");
+    let program = "procs 0 0 p0
+                   p0 exit
+                   p2 exit
+                   p1 freeze p0 0";
+    assert_eq!(
+        ret(c(program).last()),
+        "EINVAL",
+        "C: no process has the pid"
+    );
+    assert_eq!(
+        ret(rust(program).last()),
+        "0",
+        "Rust: nothing to freeze is no error"
+    );
+}
+
+#[test]
+fn c_transaction_to_the_manager_from_another_open_of_its_task_is_refused() {
+    // binder_transaction, binder.c:3239-3245: `target_proc->pid ==
+    // proc->pid`, the pid of the task, not the process.
+    let run = c("procs 0 p0
+                 p0 set-manager
+                 p1 send 0");
+    let o = run.last();
+    assert_eq!(reads(o, 1), ["failed-reply"]);
+    assert_eq!(log(o), ["transaction-to-own-manager", "transaction-failed"]);
+}
+
+#[test]
+fn rust_transaction_to_the_manager_from_another_open_of_its_task_is_delivered() {
+    // Process::get_transaction_node, process.rs:928: `core::ptr::eq(self,
+    // &*node_ref.node.owner)`, the process itself.
+    let run = rust(
+        "procs 0 p0
+         p0 set-manager
+         p1 send 0",
+    );
+    let o = run.last();
+    assert_eq!(reads(o, 0), ["transaction"]);
+    assert_eq!(reads(o, 1), ["transaction-complete"]);
 }

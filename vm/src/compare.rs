@@ -30,8 +30,8 @@ use crate::driver::Driver;
 use crate::klog::{self, Class, Limit, LogLine, RateLimits};
 use crate::replay::{StepRun, TraceRun};
 use idpool::driver::{
-    CDriver, FailFirst, Log, NodeState, Observed, Pid, ProcState, RefState, RustDriver, Snapshot,
-    Step,
+    CDriver, FailFirst, Log, NodeState, Observed, Pid, ProcState, Procs, RefState, RustDriver,
+    Snapshot, Step,
 };
 use idpool::{AllocSite, Version};
 use std::collections::BTreeMap;
@@ -61,10 +61,10 @@ enum Model {
 }
 
 impl Model {
-    fn new(driver: Driver, euids: &[u32]) -> Model {
+    fn new(driver: Driver, procs: &Procs) -> Model {
         match driver {
-            Driver::C => Model::C(Box::new(CDriver::new(euids, Version::CMainline))),
-            Driver::Rust => Model::Rust(Box::new(RustDriver::new(euids, Version::RustMainline))),
+            Driver::C => Model::C(Box::new(CDriver::new(procs, Version::CMainline))),
+            Driver::Rust => Model::Rust(Box::new(RustDriver::new(procs, Version::RustMainline))),
         }
     }
 
@@ -113,7 +113,7 @@ pub fn against_model(run: &TraceRun, driver: Driver) -> Vec<Mismatch> {
 /// of them: a planned site the driver does not allocate at for that step
 /// (a map that shrinks to one word, stored inline) fails nothing.
 pub fn model_fails(run: &TraceRun, driver: Driver, fail: &[Option<AllocSite>]) -> bool {
-    let mut model = Model::new(driver, &run.program.euids);
+    let mut model = Model::new(driver, &run.program.procs);
     let mut failed = false;
     for (i, real) in run.steps.iter().enumerate() {
         failed |= model
@@ -136,7 +136,7 @@ pub fn against_failing_model(
     driver: Driver,
     fail: &[Option<AllocSite>],
 ) -> Vec<Mismatch> {
-    let mut model = Model::new(driver, &run.program.euids);
+    let mut model = Model::new(driver, &run.program.procs);
     let mut out = Vec::new();
     let mut dropped = Dropped::default();
     for (i, real) in run.steps.iter().enumerate() {

@@ -533,7 +533,13 @@ impl TraceRun<'_> {
         let program = program::parse(&text).map_err(|e| (e, None))?;
         let device = self.devices.paths[self.index].clone();
         let _ = klog_lines();
-        for &euid in &program.euids {
+        if program.procs.shares_a_task() {
+            return Err((
+                "several opens by one task are not run by this executor yet".into(),
+                None,
+            ));
+        }
+        for &euid in &program.procs.euids {
             let child = spawn(&device, euid).map_err(|e| (e, None))?;
             self.children.push(child);
         }

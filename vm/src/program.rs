@@ -2,11 +2,11 @@
 //! step a line (`docs/commands.md`). Blank lines and lines starting with `#`
 //! are skipped, so a trace can say what it checks.
 
-use idpool::driver::{Program, Step};
+use idpool::driver::{Procs, Program, Step};
 
 /// Parses a trace file's text. The error names the line.
 pub fn parse(text: &str) -> Result<Program, String> {
-    let mut euids = None;
+    let mut procs = None;
     let mut steps = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -32,19 +32,19 @@ pub fn parse(text: &str) -> Result<Program, String> {
             return Err(at("a step run in a window or with a failing allocation cannot be reproduced on a real kernel".into()));
         }
         if words[0] == "procs" {
-            if euids.is_some() {
+            if procs.is_some() {
                 return Err(at("a second `procs` line".into()));
             }
-            euids = Some(Program::parse_procs(&words[1..]).map_err(at)?);
+            procs = Some(Procs::parse(&words[1..]).map_err(at)?);
             continue;
         }
-        if euids.is_none() {
+        if procs.is_none() {
             return Err(at("expected `procs N` before the first step".into()));
         }
         steps.push(Step::parse_words(&words).map_err(at)?);
     }
     let program = Program {
-        euids: euids.ok_or("no `procs` line")?,
+        procs: procs.ok_or("no `procs` line")?,
         steps,
     };
     program.check()?;
@@ -70,7 +70,7 @@ mod tests {
     fn comments_and_blank_lines_are_skipped_and_text_round_trips() {
         let text = "# the manager\nprocs 0 1000\n\np1 set-manager\np0 send 0 node 1\n";
         let p = parse(text).unwrap();
-        assert_eq!(p.euids, [0, 1000]);
+        assert_eq!(p.procs.euids, [0, 1000]);
         assert_eq!(p.steps.len(), 2);
         assert_eq!(parse(&to_text(&p)).unwrap(), p);
     }

@@ -18,8 +18,8 @@
 
 use super::program::Plan;
 use idpool::driver::{
-    Br, Command, Errno, ExtendedError, Log, Observed, Pid, Read, Received, RefCmd, Ret, Snapshot,
-    Step,
+    Br, Command, Errno, ExtendedError, Log, Observed, Pid, Procs, Read, Received, RefCmd, Ret,
+    Snapshot, Step,
 };
 use idpool::AllocSite;
 
@@ -168,6 +168,18 @@ pub static RULES: &[Rule] = &[
         title: "BINDER_FREEZE on a pid with no Binder process: EINVAL in C, 0 in Rust",
         kind: Kind::Finding("0010-freeze-without-process"),
         diverges: false,
+    },
+    Rule {
+        name: "freeze-pid-order",
+        title: "BINDER_FREEZE on a pid with two Binder processes (two opens by one task) that fails at one of them: C goes through them last opened first, Rust first opened first, and each stops at the failure, so a process one driver froze the other never reached",
+        kind: Kind::Finding("0020-freeze-pid-order"),
+        diverges: true,
+    },
+    Rule {
+        name: "manager-task",
+        title: "a transaction to handle 0 from another open by the context manager's task: C refuses it as a transaction to the manager from its own process (it compares pids), Rust delivers it (it compares processes)",
+        kind: Kind::Finding("0021-manager-task"),
+        diverges: true,
     },
     Rule {
         name: "manager-ext-cookie",
@@ -497,6 +509,24 @@ fn manager_call_ptr(step: &Step) -> Option<u64> {
 /// the known differences whose symptom can surface after their cause.
 #[derive(Clone, Debug, Default)]
 pub struct Aftermath {
+    /// Each process's task, named by its first process (empty: a task
+    /// each).
+    tasks: Vec<Pid>,
+    /// Finding 0020: the steps, by index, of a `BINDER_FREEZE` both drivers
+    /// refused with the same error, on a pid that more than one process
+    /// has (two opens by one task). C freezes the pid's processes in
+    /// `binder_procs` order, the last opened first (`hlist_add_head`,
+    /// binder.c:6118; the loop stops at the first failure, 5940-5941), Rust
+    /// in `all_procs` order, the first opened first (context.rs:86; `?`,
+    /// process.rs:1648), so what each froze before the failure differs.
+    refused_freezes: Vec<usize>,
+    /// Finding 0021: the steps, by index, of a transaction to handle 0 that
+    /// C refused as one to the manager from its own process ("got
+    /// transaction to context manager from process owning it",
+    /// `target_proc->pid == proc->pid`, binder.c:3239) and Rust did not
+    /// refuse (`core::ptr::eq(self, owner)`, process.rs:928): the sender is
+    /// another open by the manager's task.
+    manager_task_sends: Vec<usize>,
     /// Finding 0004: the nodes, by owner and pointer, that a
     /// `BINDER_SET_CONTEXT_MGR(_EXT)` refused by both drivers named. Rust's
     /// refused call took a strong reference on the node first, and taking
@@ -559,11 +589,45 @@ pub struct Aftermath {
 }
 
 impl Aftermath {
+    /// Nothing seen yet, for a program of these processes.
+    pub fn new(procs: &Procs) -> Aftermath {
+        Aftermath {
+            tasks: procs.tasks.clone(),
+            ..Aftermath::default()
+        }
+    }
+
+    /// Whether process `pid` shares its task with another process.
+    fn shares_a_task(&self, pid: Pid) -> bool {
+        let task = |p: Pid| self.tasks.get(p.index()).copied().unwrap_or(p);
+        let procs = self.tasks.len() as u8;
+        (0..procs)
+            .map(Pid)
+            .any(|q| q != pid && task(q) == task(pid))
+    }
+
     /// Notes what step `i`, `step`, with what each driver showed, leaves
     /// for later (and for the explanation of its own differences).
     pub fn follow(&mut self, i: usize, step: &Step, c_obs: &Observed, rust_obs: &Observed) {
         let (c, rust) = (c_obs.ret, rust_obs.ret);
         let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
+        if let Command::Freeze { target, .. } = step.command {
+            if refused(c) && c == rust && self.shares_a_task(target) {
+                self.refused_freezes.push(i);
+            }
+        }
+        if matches!(
+            step.command,
+            Command::Send { to: 0, .. } | Command::Call { to: 0, .. }
+        ) && self.shares_a_task(step.pid)
+            && c_obs.log.contains(&Log::TransactionToOwnManager)
+            && !rust_obs
+                .reads
+                .get(step.pid.index())
+                .is_some_and(|r| r.iter().any(|r| r.br == Br::FailedReply))
+        {
+            self.manager_task_sends.push(i);
+        }
         if matches!(step.command, Command::Call { .. })
             && rust_obs.log.contains(&Log::CallBadStack)
             && c_obs
@@ -618,6 +682,20 @@ impl Aftermath {
     /// explains it.
     pub fn explain(&self, i: usize, step: &Step, diff: &Diff) -> Option<&'static Rule> {
         let refused_two_ways = self.refused_two_ways.contains(&i);
+        if self.manager_task_sends.contains(&i) {
+            return Some(rule("manager-task"));
+        }
+        if self.refused_freezes.contains(&i) {
+            // Only the freeze notifications of the processes one driver
+            // reached and the other did not.
+            if let Diff::Reads { c, rust, .. } = diff {
+                let notifications =
+                    |r: &Read| matches!(r.br, Br::FrozenBinder { .. } | Br::SpawnLooper);
+                if c.iter().chain(rust).all(notifications) {
+                    return Some(rule("freeze-pid-order"));
+                }
+            }
+        }
         match diff {
             Diff::Ret { c, rust } => self.freeze_cookie_taken(step, *c, *rust),
             Diff::Ee {
@@ -664,6 +742,26 @@ impl Aftermath {
             }
             _ => None,
         }
+    }
+
+    /// The rule of a difference at step `i` that each driver's own
+    /// statement at that step names, before any rule that reads only the
+    /// symptoms: findings 0020 and 0021, which need two opens by one task.
+    /// A freeze that both refused sends no notification in either driver
+    /// unless it froze another process of the pid first, so finding 0016's
+    /// rule (a notification repeated) does not apply to it.
+    pub fn explain_first(&self, i: usize, diff: &Diff) -> Option<&'static Rule> {
+        if self.manager_task_sends.contains(&i) {
+            return Some(rule("manager-task"));
+        }
+        let Diff::Reads { c, rust, .. } = diff else {
+            return None;
+        };
+        // Only the freeze notifications of the processes one driver reached
+        // and the other did not (and the BR_SPAWN_LOOPER they may ask for).
+        let notification = |r: &Read| matches!(r.br, Br::FrozenBinder { .. } | Br::SpawnLooper);
+        (self.refused_freezes.contains(&i) && c.iter().chain(rust).all(notification))
+            .then(|| rule("freeze-pid-order"))
     }
 
     /// Finding 0004's symptom: what one process read differs only by the

@@ -17,8 +17,8 @@
 use arbitrary::{Arbitrary, Unstructured};
 use core::fmt;
 use idpool::driver::{
-    Arg, NodeFlags, Object, Payload, Pid, Program, Row, Step, Tid, TxnFlags, Value, MAX_PROCS,
-    VOCABULARY,
+    Arg, NodeFlags, Object, Payload, Pid, Procs, Program, Row, Step, Tid, TxnFlags, Value,
+    MAX_PROCS, VOCABULARY,
 };
 use idpool::{AllocSite, Driver, Version};
 
@@ -55,7 +55,7 @@ impl Default for CmdProgram {
             c: Version::CMainline,
             rust: Version::RustMainline,
             program: Program {
-                euids: vec![0, 0],
+                procs: Procs::new(vec![0, 0]),
                 steps: Vec::new(),
             },
             plans: Vec::new(),
@@ -115,7 +115,7 @@ impl CmdProgram {
                     return Err((n, "`procs` must come once, before the steps".into()))
                 }
                 "procs" => {
-                    p.program.euids = Program::parse_procs(&w[1..]).map_err(|e| (n, e))?;
+                    p.program.procs = Procs::parse(&w[1..]).map_err(|e| (n, e))?;
                     saw_procs = true;
                 }
                 "version" if !p.program.steps.is_empty() => {
@@ -193,8 +193,9 @@ impl fmt::Display for CmdProgram {
 /// The header byte: bits 0-1 the C version (0 and 1 mainline, 2 June
 /// 2024, 3 v3), bit 2 the Rust version (0 mainline, 1 the first posting),
 /// bits 3-4 the number of processes (2, 3, 4, 3), bit 5 a different euid
-/// for the last process.
-fn decode_header(b: u8) -> (Version, Version, Vec<u32>) {
+/// for the last process; bits 6 and 7 both set, the last process is
+/// instead another open by `p0`'s task (with its euid, 0).
+fn decode_header(b: u8) -> (Version, Version, Procs) {
     let c = match b & 3 {
         2 => Version::C2024_06,
         3 => Version::CV3,
@@ -207,11 +208,21 @@ fn decode_header(b: u8) -> (Version, Version, Vec<u32>) {
     };
     let procs = [2, 3, 4, 3][usize::from((b >> 3) & 3)];
     let mut euids = vec![0; procs];
+    if b & SHARED_TASK == SHARED_TASK {
+        let last = euids.len() - 1;
+        let mut procs = Procs::new(euids);
+        procs.tasks[last] = Pid(0);
+        return (c, rust, procs);
+    }
     if b & 0x20 != 0 {
         euids[procs - 1] = 1000;
     }
-    (c, rust, euids)
+    (c, rust, Procs::new(euids))
 }
+
+/// The header bits that make the last process another open by `p0`'s
+/// task.
+pub const SHARED_TASK: u8 = 0xc0;
 
 /// The far handles a handle argument may take: the handle map's word
 /// boundaries and beyond, in increasing order.
@@ -394,20 +405,19 @@ fn decode(u: &mut Unstructured) -> CmdProgram {
     let Ok(b) = u8::arbitrary(u) else {
         return CmdProgram::default();
     };
-    let (c, rust, euids) = decode_header(b);
-    debug_assert!(euids.len() <= MAX_PROCS);
-    let procs = euids.len();
+    let (c, rust, procs) = decode_header(b);
+    debug_assert!(procs.len() <= MAX_PROCS);
     let mut program = CmdProgram {
         c,
         rust,
         program: Program {
-            euids,
+            procs,
             steps: Vec::new(),
         },
         plans: Vec::new(),
     };
     while program.program.steps.len() < MAX_STEPS && !u.is_empty() {
-        match decode_step(u, procs) {
+        match decode_step(u, program.program.procs()) {
             Ok((step, mut plan)) => {
                 if program.plans.is_empty() {
                     plan.window = None;

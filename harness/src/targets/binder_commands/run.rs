@@ -251,17 +251,17 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     program: &CmdProgram,
 ) -> Checked<(Events, Option<Box<Failure>>)> {
     let p = &program.program;
-    let mut c = CDriver::new(&p.euids, program.c);
-    let mut rust = RustDriver::new(&p.euids, program.rust);
+    let mut c = CDriver::new(&p.procs, program.c);
+    let mut rust = RustDriver::new(&p.procs, program.rust);
     let mut oracles = (OC::enabled() && OR::enabled()).then(|| {
         (
-            OC::new(&p.euids, program.c),
-            OR::new(&p.euids, program.rust),
+            OC::new(&p.procs, program.c),
+            OR::new(&p.procs, program.rust),
         )
     });
     let mut comparing = true;
     let mut known = Known(None);
-    let mut aftermath = compare::Aftermath::default();
+    let mut aftermath = compare::Aftermath::new(&p.procs);
     let mut events = Events::default();
     let mut manager = Manager::None;
     // The command-space map, only when a recorder runs (`triage map`).
@@ -634,7 +634,9 @@ fn compare_group(
     let explained: Vec<Option<&'static Rule>> = diffs
         .iter()
         .map(|(i, d)| {
-            compare::explain(&program.program.steps[*i], leader, d)
+            aftermath
+                .explain_first(*i, d)
+                .or_else(|| compare::explain(&program.program.steps[*i], leader, d))
                 .or_else(|| compare::explain(&program.program.steps[*i], program.plans[*i], d))
                 .or_else(|| aftermath.explain(*i, &program.program.steps[*i], d))
                 .or_else(|| {

@@ -1,7 +1,7 @@
 //! The `binder_commands` target in the registry: its bytes, its trace and
 //! its minimiser.
 
-use super::program::{CmdProgram, Plan, FAR_HANDLES};
+use super::program::{CmdProgram, Plan, FAR_HANDLES, SHARED_TASK};
 use super::run::TARGET;
 use crate::check::Checked;
 use crate::history::Finding;
@@ -10,7 +10,7 @@ use crate::trace::{ParseError, Trace, TraceBody};
 use crate::Events;
 use arbitrary::Unstructured;
 use core::fmt;
-use idpool::driver::{Arg, Command, NodeFlags, Object, Step, TxnFlags, Value, VOCABULARY};
+use idpool::driver::{Arg, Command, NodeFlags, Object, Pid, Step, TxnFlags, Value, VOCABULARY};
 use idpool::{AllocSite, Version};
 use std::any::Any;
 
@@ -225,14 +225,22 @@ fn header(p: &CmdProgram) -> Option<u8> {
         Version::RustV1 => 4,
         _ => return None,
     };
-    let euids = &p.program.euids;
-    let procs = match euids.len() {
+    let all = &p.program.procs;
+    let procs = match all.len() {
         2 => 0,
         3 => 1,
         4 => 2,
         _ => return None,
     };
-    let last = match euids.split_last() {
+    let (tasks, last) = (&all.tasks, all.len() - 1);
+    let shares_p0 = tasks[last] == Pid(0)
+        && tasks[..last]
+            .iter()
+            .enumerate()
+            .all(|(i, t)| t.index() == i);
+    let last = match all.euids.split_last() {
+        _ if shares_p0 && all.euids.iter().all(|&e| e == 0) => SHARED_TASK,
+        _ if all.shares_a_task() => return None,
         Some((&1000, rest)) if rest.iter().all(|&e| e == 0) => 0x20,
         Some((&0, rest)) if rest.iter().all(|&e| e == 0) => 0,
         _ => return None,
@@ -364,7 +372,7 @@ fn step_bytes(step: &Step, plan: Plan, out: &mut Vec<u8>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idpool::driver::Program;
+    use idpool::driver::{Procs, Program};
 
     #[test]
     fn encoding_decodes_back() {
@@ -431,7 +439,7 @@ mod tests {
     fn a_program_with_euids_zero_encodes() {
         let p = CmdProgram {
             program: Program {
-                euids: vec![0, 0, 0],
+                procs: Procs::new(vec![0, 0, 0]),
                 steps: vec![],
             },
             ..CmdProgram::default()

@@ -57,8 +57,8 @@
 use super::{lowest_free, FailOnce, Oracle};
 use idpool::driver::{
     br_code, Br, Command, Errno, ExtendedError, Log, LooperCmd, NodeFlags, NodeName, NodeState,
-    Object, Observed, Payload, Pid, ProcState, Read, Received, RefCmd, RefState, Ret, Snapshot,
-    Step, Tid, TxnFlags, MAX_THREADS,
+    Object, Observed, Payload, Pid, ProcState, Procs, Read, Received, RefCmd, RefState, Ret,
+    Snapshot, Step, Tid, TxnFlags, MAX_THREADS,
 };
 use idpool::{AllocSite, Version};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -102,6 +102,11 @@ pub struct COracle {
     manager_euid: Option<u32>,
     /// A `BUG()` stopped the kernel.
     crashed: bool,
+    /// `binder_procs`: every process the driver holds, the last opened
+    /// first (`binder_open` adds at the head).
+    binder_procs: Vec<usize>,
+    /// Each process's `proc->pid`, its task's (kept after it exits).
+    pids: Vec<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -422,8 +427,11 @@ fn br_of(br: &Br) -> u32 {
 }
 
 impl Oracle for COracle {
-    fn new(euids: &[u32], version: Version) -> Self {
+    fn new(procs: &Procs, version: Version) -> Self {
+        let euids = &procs.euids;
         let mut model = COracle {
+            binder_procs: Vec::new(),
+            pids: Vec::new(),
             version,
             procs: Vec::new(),
             nodes: Vec::new(),
@@ -468,6 +476,12 @@ impl Oracle for COracle {
             // BC_ENTER_LOOPER (docs/commands.md).
             let t0 = model.thread(p, Tid(0));
             model.threads[t0].entered = true;
+            // proc->pid: the opening task's; a task's first process stands
+            // for it.
+            model
+                .pids
+                .push(100 + procs.task(Pid(p as u8)).index() as u32);
+            model.binder_procs.insert(0, p);
         }
         model
     }
@@ -1267,7 +1281,9 @@ impl COracle {
         self.threads[th].ee = ExtendedError::NONE;
         let target = if to == 0 {
             match self.manager {
-                Some(m) if self.nodes[m].owner == p => {
+                // `target_proc->pid == proc->pid` (3239): the manager's
+                // process, or any other open by its task.
+                Some(m) if self.pids[self.nodes[m].owner] == self.pids[p] => {
                     log.push(Log::TransactionToOwnManager);
                     self.dec_node(m, true);
                     self.fail_transaction(th, Br::FailedReply, Some(Errno::Inval), log);
@@ -1969,26 +1985,42 @@ impl COracle {
         on_way || stacked
     }
 
+    /// The processes on `binder_procs` whose pid is `target`'s, in the
+    /// list's order (the last opened first). `target` may have left it.
+    fn with_pid_of(&self, target: usize) -> Vec<usize> {
+        let pid = self.pids[target];
+        self.binder_procs
+            .iter()
+            .copied()
+            .filter(|&q| self.pids[q] == pid)
+            .collect()
+    }
+
     /// `BINDER_FREEZE` (5897): `EINVAL` when no process has the pid (an
-    /// exited one left `binder_procs`, 6283). Freezing
+    /// exited one left `binder_procs`, 6283); otherwise the processes with
+    /// the pid one by one, in `binder_procs` order, none after the first
+    /// that fails, whose error is the ioctl's (5940). Freezing one
     /// (`binder_ioctl_freeze`, 5692) clears `sync_recv`/`async_recv` and
     /// fails with `EAGAIN`, thawed again, while transactions are pending
     /// (5719-5734; nothing else runs while it waits, so the timeout
     /// changes nothing); thawing always succeeds. Both then tell every
     /// freeze notification on the process's nodes ([`COracle::freeze_work`]).
     fn freeze(&mut self, target: usize, enable: bool) -> Ret {
-        let proc = &mut self.procs[target];
-        if !proc.alive {
+        let procs = self.with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
-        proc.sync_recv = false;
-        proc.async_recv = false;
-        proc.frozen = enable;
-        if enable && self.txns_pending(target) {
-            self.procs[target].frozen = false;
-            return Ret::Err(Errno::Again);
+        for p in procs {
+            let proc = &mut self.procs[p];
+            proc.sync_recv = false;
+            proc.async_recv = false;
+            proc.frozen = enable;
+            if enable && self.txns_pending(p) {
+                self.procs[p].frozen = false;
+                return Ret::Err(Errno::Again);
+            }
+            self.freeze_work(p, enable);
         }
-        self.freeze_work(target, enable);
         Ret::Ok
     }
 
@@ -2031,16 +2063,23 @@ impl COracle {
     }
 
     /// `BINDER_GET_FROZEN_INFO` (`binder_ioctl_get_freezer_info`, 5743):
-    /// `EINVAL` without a process; else `sync_recv` with bit 1 set while
-    /// transactions are pending, and `async_recv`.
+    /// `EINVAL` without a process with the pid; else, or-ed over them,
+    /// `sync_recv` with bit 1 set while transactions are pending, and
+    /// `async_recv`.
     fn frozen_info(&self, target: usize) -> Ret {
-        let proc = &self.procs[target];
-        if !proc.alive {
+        let procs = self.with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
+        let sync_recv = procs.iter().fold(0, |bits, &p| {
+            bits | u32::from(self.procs[p].sync_recv) | u32::from(self.txns_pending(p)) << 1
+        });
+        let async_recv = procs
+            .iter()
+            .fold(0, |bits, &p| bits | u32::from(self.procs[p].async_recv));
         Ret::FrozenInfo {
-            sync_recv: u32::from(proc.sync_recv) | u32::from(self.txns_pending(target)) << 1,
-            async_recv: u32::from(proc.async_recv),
+            sync_recv,
+            async_recv,
         }
     }
 
@@ -2057,6 +2096,7 @@ impl COracle {
     /// 5. Its `todo` is released ([`COracle::release_work`]); its buffers
     ///    are freed with the process, their objects not released.
     fn exit(&mut self, p: usize, log: &mut Vec<Log>) {
+        self.binder_procs.retain(|&q| q != p);
         if self.manager.is_some_and(|m| self.nodes[m].owner == p) {
             self.manager = None;
         }
@@ -2674,7 +2714,7 @@ mod tests {
     /// A model whose process 0 holds references at descriptors `descs`
     /// (to nodes of process 1) and whose bitmap has `nbits` bits.
     fn with_refs(version: Version, descs: &[u32], nbits: u32) -> COracle {
-        let mut model = COracle::new(&[0, 0], version);
+        let mut model = COracle::new(&Procs::new(vec![0, 0]), version);
         for (i, &desc) in descs.iter().enumerate() {
             let n = model.node_for(1, i as u64, i as u64);
             let r = Ref {

@@ -1402,7 +1402,8 @@ fn arbitrary_programs_keep_the_models_invariants() {
     };
     for program in 0..400 {
         let procs = 2 + next(3) as usize;
-        let euids: Vec<u32> = (0..procs).map(|_| 1000 * (next(5) / 4) as u32).collect();
+        let euids =
+            idpool::driver::Procs::new((0..procs).map(|_| 1000 * (next(5) / 4) as u32).collect());
         let steps: Vec<_> = (0..40).map(|_| random_step(procs, &mut next)).collect();
         for version in Version::ALL {
             let mut c = COracle::new(&euids, version);
@@ -1575,5 +1576,90 @@ fn a_freeze_notification_on_a_dead_node() {
             &["0 p1[frozen-binder 5 0]", "0 p1[clear-freeze-done 5]"],
         ]
         .concat(),
+    );
+}
+
+/// Two opens by one task (`procs 0 0 p0`: `p2` is another open by `p0`'s
+/// task) are two Binder processes with one pid. Freezing the pid goes
+/// through them one by one and stops at the first that fails: C in
+/// `binder_procs` order, the last opened first (`hlist_add_head`,
+/// binder.c:6118; 5940-5941), Rust in `all_procs` order, the first opened
+/// first (context.rs:86; process.rs:1648). `p0` owes a reply, so C has
+/// frozen `p2` (and `p1`, listening on `p2`'s node, is told) before `p0`
+/// fails; Rust fails at `p0` and never reaches `p2`. `frozen-info` or-s
+/// the pid's processes.
+#[test]
+fn freezing_a_task_with_two_opens() {
+    let program = "procs 0 0 p0
+        p1 set-manager
+        p2 send 0 node 5
+        p1 acquire 1
+        p0 send 0 node 3
+        p1 acquire 2
+        p1 free
+        p1 free
+        p1.t1 call 2
+        p1 freeze-notify 1 7
+        p1 freeze p0 0
+        p1 frozen-info p2";
+    // The second one-way transaction to p1's node waits until the first
+    // buffer is freed; the call's transaction-complete comes with its reply.
+    let head = [
+        "0",
+        "0 p1[transaction handle 1] p2[transaction-complete, increfs 5, acquire 5]",
+        "0",
+        "0 p0[transaction-complete, increfs 3, acquire 3]",
+        "0",
+        "0 p1[transaction handle 2]",
+        "0",
+        "0 p0[call]",
+        "0 p1[frozen-binder 7 0]",
+    ];
+    let with = |freeze: &str, info: &str| {
+        let mut lines: Vec<String> = head.iter().map(|l| l.to_string()).collect();
+        lines.push(freeze.into());
+        lines.push(info.into());
+        lines
+    };
+    let c = with(
+        "EAGAIN p1[frozen-binder 7 1] log[ioctl-failed EAGAIN]",
+        "sync 2 async 0",
+    );
+    let rust = with("EAGAIN", "sync 2 async 0");
+    let c: Vec<&str> = c.iter().map(String::as_str).collect();
+    let rust: Vec<&str> = rust.iter().map(String::as_str).collect();
+    on_c(program, &c);
+    on_rust(program, &rust);
+}
+
+/// C refuses a transaction to handle 0 from the manager's own pid
+/// (`target_proc->pid == proc->pid`, binder.c:3239), so from another open
+/// by the manager's task too; Rust refuses it from the manager's process
+/// only (`core::ptr::eq(self, owner)`, process.rs:928) and delivers it.
+/// Both find the pid of an exited open through another open of its task.
+#[test]
+fn the_manager_task_s_other_open() {
+    let program = "procs 0 p0
+        p0 set-manager
+        p1 send 0
+        p0 exit
+        p1 frozen-info p0";
+    on_c(
+        program,
+        &[
+            "0",
+            "0 ee BR_FAILED_REPLY -22 p1[failed-reply] log[transaction-to-own-manager, transaction-failed]",
+            "0",
+            "sync 0 async 0",
+        ],
+    );
+    on_rust(
+        program,
+        &[
+            "0",
+            "0 p0[transaction] p1[transaction-complete]",
+            "0",
+            "sync 0 async 0",
+        ],
     );
 }

@@ -53,7 +53,7 @@
 //!   another reason (an `assert!`, node.rs:97), descriptor or handle
 //!   tables of 64 references (see the files).
 
-use idpool::driver::{Observed, Snapshot, Step};
+use idpool::driver::{Observed, Procs, Snapshot, Step};
 use idpool::{AllocSite, Version};
 use std::collections::BTreeMap;
 
@@ -67,9 +67,9 @@ pub use rust::RustOracle;
 
 /// A naive model of one driver.
 pub trait Oracle {
-    /// The model after each of `euids.len()` processes opened the device,
+    /// The model after each of `procs.len()` processes opened the device,
     /// for `version` (of the model's driver).
-    fn new(euids: &[u32], version: Version) -> Self
+    fn new(procs: &Procs, version: Version) -> Self
     where
         Self: Sized;
     /// Runs one step to completion, then every live process drains its
@@ -92,7 +92,7 @@ pub trait Oracle {
 pub struct Unmodelled;
 
 impl Oracle for Unmodelled {
-    fn new(_: &[u32], _: Version) -> Self {
+    fn new(_: &Procs, _: Version) -> Self {
         Unmodelled
     }
     fn step(&mut self, _: &Step, _: Option<AllocSite>) -> Observed {
@@ -139,7 +139,7 @@ pub(crate) fn lowest_free<V>(used: &BTreeMap<u32, V>, from: u32) -> u32 {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Oracle;
-    use idpool::driver::{ExtendedError, Observed, Program, Snapshot, Step};
+    use idpool::driver::{ExtendedError, Observed, Procs, Snapshot, Step};
     use idpool::{AllocSite, Version};
 
     /// Runs `text` on a new model of `version`: a `procs` line, then one
@@ -150,8 +150,8 @@ pub(crate) mod testing {
         let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
         let procs: Vec<&str> = lines.next().expect("a procs line").split(' ').collect();
         assert_eq!(procs[0], "procs");
-        let euids = Program::parse_procs(&procs[1..]).expect("a procs line");
-        let mut model = O::new(&euids, version);
+        let procs = Procs::parse(&procs[1..]).expect("a procs line");
+        let mut model = O::new(&procs, version);
         let observed = lines
             .map(|line| {
                 let (line, fail) = match line.rsplit_once(" !") {

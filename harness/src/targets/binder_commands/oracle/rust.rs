@@ -61,8 +61,8 @@
 use super::{lowest_free, FailOnce, Oracle};
 use idpool::driver::{
     br_code, Br, Command, Errno, ExtendedError, Log, LooperCmd, NodeName, NodeState, Object,
-    Observed, Payload, Pid, ProcState, Read, Received, RefCmd, RefState, Ret, Snapshot, Step, Tid,
-    TxnFlags, MAX_THREADS,
+    Observed, Payload, Pid, ProcState, Procs, Read, Received, RefCmd, RefState, Ret, Snapshot,
+    Step, Tid, TxnFlags, MAX_THREADS,
 };
 use idpool::{AllocSite, Version};
 use std::collections::{BTreeMap, VecDeque};
@@ -101,6 +101,11 @@ pub struct RustOracle {
     manager: Option<NodeId>,
     /// `Manager::uid`: set by each manager, kept after it dies.
     manager_euid: Option<u32>,
+    /// `Manager::all_procs`: the context's processes, first opened first
+    /// (`register_process` pushes at the end).
+    all_procs: Vec<usize>,
+    /// Each process's `task`, kept after it exits.
+    tasks: Vec<Pid>,
 }
 
 #[derive(Clone, Debug)]
@@ -438,8 +443,11 @@ impl Failure {
 }
 
 impl Oracle for RustOracle {
-    fn new(euids: &[u32], _version: Version) -> Self {
+    fn new(procs: &Procs, _version: Version) -> Self {
+        let euids = &procs.euids;
         let mut model = RustOracle {
+            all_procs: Vec::new(),
+            tasks: procs.tasks.clone(),
             procs: Vec::new(),
             nodes: Vec::new(),
             threads: Vec::new(),
@@ -474,6 +482,7 @@ impl Oracle for RustOracle {
             // The opening thread writes BC_ENTER_LOOPER (docs/commands.md).
             let t0 = model.thread(p, Tid(0));
             model.threads[t0].entered = true;
+            model.all_procs.push(p);
         }
         model
     }
@@ -1854,36 +1863,49 @@ impl RustOracle {
         on_way || current
     }
 
+    /// The processes of `all_procs` whose task is `target`'s
+    /// (`get_procs_with_pid`, context.rs:165), first opened first.
+    /// `target` may have left it.
+    fn with_pid_of(&self, target: usize) -> Vec<usize> {
+        let task = self.tasks[target];
+        self.all_procs
+            .iter()
+            .copied()
+            .filter(|&q| self.tasks[q] == task)
+            .collect()
+    }
+
     /// `BINDER_FREEZE` (`ioctl_freeze`, process.rs:1634): 0 with nothing
     /// done when no process has the pid (an exited one was deregistered,
-    /// `deferred_release` 1420). Freezing (`Process::ioctl_freeze`, 1534)
-    /// clears `sync_recv`/`async_recv` and fails with `EAGAIN`, thawed,
-    /// while transactions are pending (nothing else runs while it waits);
-    /// thawing always succeeds. Both then queue a message for every
+    /// `deferred_release` 1420); otherwise the processes with the pid in
+    /// `all_procs` order, none after the first that fails (`?`, 1648),
+    /// whose error is the ioctl's. Freezing one (`Process::ioctl_freeze`,
+    /// 1534) clears `sync_recv`/`async_recv` and fails with `EAGAIN`,
+    /// thawed, while transactions are pending (nothing else runs while it
+    /// waits); thawing always succeeds. Both then queue a message for every
     /// process listening on one of its nodes (`prepare_freeze_messages`,
     /// freeze.rs:428).
     fn freeze(&mut self, target: usize, enable: bool) -> Ret {
-        let proc = &mut self.procs[target];
-        if !proc.alive {
-            return Ret::Ok;
-        }
-        proc.sync_recv = false;
-        proc.async_recv = false;
-        if enable && self.txns_pending(target) {
-            self.procs[target].frozen = false;
-            return Ret::Err(Errno::Again);
-        }
-        self.procs[target].frozen = enable;
-        let nodes: Vec<NodeId> = self.procs[target].tree.values().copied().collect();
-        for n in nodes {
-            for q in self.nodes[n].freeze_list.clone() {
-                let cookie = self.procs[q]
-                    .refs
-                    .values()
-                    .find(|r| r.node == n)
-                    .and_then(|r| r.freeze);
-                if let Some(cookie) = cookie {
-                    self.push_proc(q, Work::Freeze(cookie));
+        for p in self.with_pid_of(target) {
+            let proc = &mut self.procs[p];
+            proc.sync_recv = false;
+            proc.async_recv = false;
+            if enable && self.txns_pending(p) {
+                self.procs[p].frozen = false;
+                return Ret::Err(Errno::Again);
+            }
+            self.procs[p].frozen = enable;
+            let nodes: Vec<NodeId> = self.procs[p].tree.values().copied().collect();
+            for n in nodes {
+                for q in self.nodes[n].freeze_list.clone() {
+                    let cookie = self.procs[q]
+                        .refs
+                        .values()
+                        .find(|r| r.node == n)
+                        .and_then(|r| r.freeze);
+                    if let Some(cookie) = cookie {
+                        self.push_proc(q, Work::Freeze(cookie));
+                    }
                 }
             }
         }
@@ -1891,16 +1913,22 @@ impl RustOracle {
     }
 
     /// `BINDER_GET_FROZEN_INFO` (`get_frozen_status`, process.rs:1605):
-    /// `EINVAL` without a process; else `sync_recv` with bit 1 set while
-    /// transactions are pending, and `async_recv`.
+    /// `EINVAL` without a process with the pid; else, or-ed over them,
+    /// `sync_recv` with bit 1 set while transactions are pending, and
+    /// `async_recv`.
     fn frozen_info(&self, target: usize) -> Ret {
-        let proc = &self.procs[target];
-        if !proc.alive {
+        let procs = self.with_pid_of(target);
+        if procs.is_empty() {
             return Ret::Err(Errno::Inval);
         }
+        let (mut sync_recv, mut async_recv) = (0, 0);
+        for p in procs {
+            sync_recv |= u32::from(self.procs[p].sync_recv) | u32::from(self.txns_pending(p)) << 1;
+            async_recv |= u32::from(self.procs[p].async_recv);
+        }
         Ret::FrozenInfo {
-            sync_recv: u32::from(proc.sync_recv) | u32::from(self.txns_pending(target)) << 1,
-            async_recv: u32::from(proc.async_recv),
+            sync_recv,
+            async_recv,
         }
     }
 
@@ -1926,6 +1954,7 @@ impl RustOracle {
     ///    objects find no reference, and their node objects find no tree,
     ///    so those counts leak too.
     fn exit(&mut self, p: usize, fail: &mut FailOnce, log: &mut Vec<Log>) {
+        self.all_procs.retain(|&q| q != p);
         let proc = &mut self.procs[p];
         proc.alive = false;
         proc.frozen = false;
@@ -2570,7 +2599,7 @@ mod tests {
     /// A model whose process 0 holds references at `handles` (to nodes of
     /// process 1) and whose pool has `pool` handles.
     fn with_refs(handles: &[u32], pool: u32) -> RustOracle {
-        let mut model = RustOracle::new(&[0, 0], Version::RustMainline);
+        let mut model = RustOracle::new(&Procs::new(vec![0, 0]), Version::RustMainline);
         for (i, &handle) in handles.iter().enumerate() {
             let n = model.get_node(1, i as u64, i as u64).unwrap();
             let r = Ref {
