@@ -420,7 +420,7 @@ fn binder_commands_reaches_the_interesting_paths() {
                 e.merge(events);
             }
             Err(f) if idpool_harness::history::Finding::of(&f).is_some() => {}
-            Err(f) => panic!("seed {seed}: {}", f.message),
+            Err(f) => panic!("seed {seed}: {}\nthe program:\n{program}", f.message),
         }
     }
     assert!(e.manager_registered > 0, "{e:?}");

@@ -2621,6 +2621,7 @@ impl CDriver {
             .iter()
             .map(|p| ProcState {
                 alive: p.open,
+                frozen: p.open && p.is_frozen,
                 refs: p
                     .ref_data
                     .iter()

@@ -731,6 +731,10 @@ pub struct ProcState {
     pub nodes: BTreeMap<u64, NodeState>,
     /// How many transaction buffers it has received and not freed.
     pub buffers: usize,
+    /// Whether it is frozen (`BINDER_FREEZE`). Neither driver's debug text
+    /// says so: the models are compared on it with their oracles and with
+    /// each other, not with the real drivers.
+    pub frozen: bool,
 }
 
 /// Every process's state.

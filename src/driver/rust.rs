@@ -2747,6 +2747,7 @@ impl RustDriver {
             .iter()
             .map(|p| ProcState {
                 alive: p.open,
+                frozen: p.open && p.is_frozen == IsFrozen::Yes,
                 refs: p
                     .infos
                     .iter()

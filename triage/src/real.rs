@@ -377,6 +377,7 @@ fn describe(d: &Diff) -> String {
             show_items(c),
             show_items(rust)
         ),
+        Diff::Frozen { pid, c, rust } => format!("p{pid} frozen: C {c}, Rust {rust}"),
         Diff::State { pid, what, refs } => {
             let key = |m: &compare::RefMap| -> BTreeMap<u32, (Pid, u64, u32, u32, Option<u64>)> {
                 m.iter()
@@ -1019,6 +1020,7 @@ mod tests {
                 refs: [(1, r(death))].into(),
                 nodes: Default::default(),
                 buffers: 0,
+                frozen: false,
             }],
         };
         assert_eq!(without_deaths(&snap(Some(7))), snap(None));

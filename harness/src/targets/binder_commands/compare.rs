@@ -230,6 +230,17 @@ pub enum Diff {
         /// Printed by Rust only.
         rust: Vec<Log>,
     },
+    /// Whether a process is frozen: no userspace read says it at once, a
+    /// transaction to it later does (`BR_FROZEN_REPLY`,
+    /// `BR_TRANSACTION_PENDING_FROZEN`).
+    Frozen {
+        /// The process.
+        pid: usize,
+        /// Under C.
+        c: bool,
+        /// Under Rust.
+        rust: bool,
+    },
     /// A process's references, buffers or life.
     State {
         /// The process.
@@ -358,6 +369,13 @@ pub fn states(c: &Snapshot, rust: &Snapshot) -> Vec<Diff> {
         if pc.buffers != pr.buffers {
             what.push(format!("buffers: C {} | Rust {}", pc.buffers, pr.buffers));
         }
+        if pc.frozen != pr.frozen {
+            diffs.push(Diff::Frozen {
+                pid,
+                c: pc.frozen,
+                rust: pr.frozen,
+            });
+        }
         if !what.is_empty() {
             diffs.push(Diff::State {
                 pid,
@@ -400,7 +418,7 @@ pub fn explain(step: &Step, plan: Plan, diff: &Diff) -> Option<&'static Rule> {
             c: Some(c),
             rust: Some(rust),
         } => extended_error_explained(*c, *rust).then(|| rule("extended-error")),
-        Diff::State { .. } | Diff::Ee { .. } => None,
+        Diff::State { .. } | Diff::Ee { .. } | Diff::Frozen { .. } => None,
     }
 }
 
@@ -616,15 +634,19 @@ impl Aftermath {
                 self.refused_freezes.push(i);
             }
         }
+        // Rust refuses the manager's own process with EINVAL
+        // (process.rs:929), as its extended error records; any other
+        // outcome (delivered, or failed later for another reason, such as
+        // an allocation) means it did not take the sender for the manager.
+        let rust_refused_as_manager = rust_obs.ee.is_some_and(|ee| {
+            ee.command == idpool::driver::br_code::FAILED_REPLY && ee.param == -Errno::Inval.code()
+        });
         if matches!(
             step.command,
             Command::Send { to: 0, .. } | Command::Call { to: 0, .. }
         ) && self.shares_a_task(step.pid)
             && c_obs.log.contains(&Log::TransactionToOwnManager)
-            && !rust_obs
-                .reads
-                .get(step.pid.index())
-                .is_some_and(|r| r.iter().any(|r| r.br == Br::FailedReply))
+            && !rust_refused_as_manager
         {
             self.manager_task_sends.push(i);
         }
@@ -754,14 +776,19 @@ impl Aftermath {
         if self.manager_task_sends.contains(&i) {
             return Some(rule("manager-task"));
         }
-        let Diff::Reads { c, rust, .. } = diff else {
+        if !self.refused_freezes.contains(&i) {
             return None;
-        };
-        // Only the freeze notifications of the processes one driver reached
-        // and the other did not (and the BR_SPAWN_LOOPER they may ask for).
+        }
+        // A process one driver froze and the other did not reach, and only
+        // the freeze notifications of its nodes (and the BR_SPAWN_LOOPER
+        // they may ask for).
         let notification = |r: &Read| matches!(r.br, Br::FrozenBinder { .. } | Br::SpawnLooper);
-        (self.refused_freezes.contains(&i) && c.iter().chain(rust).all(notification))
-            .then(|| rule("freeze-pid-order"))
+        let explained = match diff {
+            Diff::Frozen { .. } => true,
+            Diff::Reads { c, rust, .. } => c.iter().chain(rust).all(notification),
+            _ => false,
+        };
+        explained.then(|| rule("freeze-pid-order"))
     }
 
     /// Finding 0004's symptom: what one process read differs only by the

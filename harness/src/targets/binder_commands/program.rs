@@ -6,7 +6,8 @@
 //! # Trace text
 //!
 //! ```text
-//! procs 3                     (or one euid per process: procs 0 0 1000)
+//! procs 3                     (or one euid per process: procs 0 0 1000;
+//!                              a process pN there: another open by pN's task)
 //! version c-2024-06           (optional; mainline otherwise; one per driver)
 //! p1 set-manager
 //! p0 send 0 node 1 fail-ref   (its first new reference's allocation fails)

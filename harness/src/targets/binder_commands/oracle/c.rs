@@ -620,6 +620,7 @@ impl Oracle for COracle {
             .iter()
             .map(|proc| ProcState {
                 alive: proc.alive,
+                frozen: proc.alive && proc.frozen,
                 refs: proc
                     .refs
                     .iter()

@@ -614,6 +614,7 @@ impl Oracle for RustOracle {
             .iter()
             .map(|proc| ProcState {
                 alive: proc.alive,
+                frozen: proc.alive && proc.frozen,
                 refs: proc
                     .refs
                     .iter()
