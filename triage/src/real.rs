@@ -422,7 +422,9 @@ fn print_drivers(
 ) -> bool {
     let mut new = false;
     let mut any = false;
-    let mut aftermath = compare::Aftermath::default();
+    // Knows the program's tasks: findings 0020 and 0021 need two opens by
+    // one task.
+    let mut aftermath = compare::Aftermath::new(&c.program.procs);
     for (i, (sc, sr)) in c.steps.iter().zip(&rust.steps).enumerate() {
         let mut diffs: Vec<compare::Diff> = compare::ret(&sc.observed, &sr.observed).collect();
         diffs.extend(compare::reads_and_logs([&sc.observed], [&sr.observed]));
@@ -461,7 +463,13 @@ fn print_drivers(
                     window: None,
                     fail: fail.get(i).copied().flatten(),
                 };
-                compare::explain(&sc.step, plan, d).or_else(|| aftermath.explain(i, &sc.step, d))
+                // As the target does: each driver's own statement at the
+                // step first (0020, 0021), then the step's rules, then what
+                // earlier steps left.
+                aftermath
+                    .explain_first(i, d)
+                    .or_else(|| compare::explain(&sc.step, plan, d))
+                    .or_else(|| aftermath.explain(i, &sc.step, d))
             })
             .collect();
         let node_left = compare::refused_manager_node(

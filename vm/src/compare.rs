@@ -13,7 +13,15 @@
 //! - the executor reads every live process's debug text after each step,
 //!   and reading it is not neutral in the C driver (it may queue node work
 //!   that a later read finds empty, failing with `EAGAIN`): the model reads
-//!   it too, at the same points;
+//!   it too, at the same points (each live process once a step, as the
+//!   executor's reads print it once, from its pid's file or, with several
+//!   opens by one task, from the global state file);
+//! - with several opens by one task, a pid names several processes: the
+//!   executor gives each process its own part of the debug text (see
+//!   `exec`'s `texts_from_state`), and everything here is per process
+//!   (`p0`, `p2`), never per pid. The one pid-level item of the text, the
+//!   pids holding refs on a node line (`debugfs::NodeLine::procs`), is not
+//!   compared: the holders are compared through each process's ref lines;
 //! - the C driver prints most of its lines through two rate limits
 //!   (`klog::Limit`, 10 lines per 5 s each, shared by the whole boot): a
 //!   line the model prints that the real driver did not is not a difference

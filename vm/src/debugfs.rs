@@ -33,7 +33,13 @@ pub struct NodeLine {
     pub strong: u32,
     /// ... as `weak_count` (C: `local_weak_refs`; Rust: `cw`).
     pub weak: u32,
-    /// The pids holding a ref to it, in the driver's order.
+    /// The pids holding a ref to it, in the driver's order: one per
+    /// process holding one (C `print_binder_node_nilocked`, binder.c, one
+    /// `ref->proc->pid` per ref; Rust `Node::full_debug_print`,
+    /// node.rs:276-279), so with several opens by one task a pid stands
+    /// for each of its processes that holds a ref and cannot tell them
+    /// apart. Nothing compares it: the holders are compared through each
+    /// process's own ref lines.
     pub procs: Vec<i32>,
 }
 
@@ -252,6 +258,36 @@ pub fn parse(text: &str, driver: Driver) -> ProcText {
     out
 }
 
+/// The per-process blocks of a driver's global state file (C debugfs
+/// `binder/state`, Rust binderfs `binder_logs/state`) of the device whose
+/// context is `context`, in the file's order, each with its pid: a block
+/// starts at a `proc <pid>` line (the only lines that start with `proc`;
+/// node lines are indented) and runs to the next, its `context` line
+/// names its device. What comes before the first block (the header, C's
+/// dead nodes) is left out. A block is what a pid's own file prints of
+/// that process after its `binder proc state:` line.
+pub fn proc_blocks(state: &str, context: &str) -> Vec<(i32, String)> {
+    let mut blocks: Vec<(i32, String)> = Vec::new();
+    let mut current: Option<(i32, String)> = None;
+    for line in state.split_inclusive('\n') {
+        let header = line
+            .trim_end_matches('\n')
+            .strip_prefix("proc ")
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(pid) = header {
+            blocks.extend(current.take());
+            current = Some((pid, String::new()));
+        }
+        if let Some((_, text)) = &mut current {
+            text.push_str(line);
+        }
+    }
+    blocks.extend(current);
+    let context_line = format!("context {context}");
+    blocks.retain(|(_, text)| text.lines().nth(1) == Some(context_line.as_str()));
+    blocks
+}
+
 /// From the C driver's debugfs `stats`: the global "proc: active N" count.
 pub fn active_procs(stats: &str) -> Option<usize> {
     stats
@@ -308,6 +344,38 @@ mod tests {
         let p = parse(callee, Driver::C);
         assert_eq!((p.buffers, p.buffers_pending), (1, 1), "{p:?}");
         assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+    }
+
+    #[test]
+    fn state_files_are_cut_into_the_blocks_of_one_device() {
+        // C's state: a header, dead nodes, then every process of every
+        // device, the last opened first, with no line between them.
+        let c = "binder state:\ndead nodes:\n  node 9: u0000000000000000 c0000000000000000 hs 0 hw 0 ls 0 lw 0 is 1 iw 1 tr 1 proc 71\nproc 71\ncontext b3\n  thread 72: l 12 need_return 0 tr 0\n  node 4: u0000000000000005 c0000000000000005 hs 1 hw 1 ls 0 lw 0 is 1 iw 1 tr 1 proc 70\nproc 70\ncontext b3\n  thread 70: l 12 need_return 0 tr 0\n  ref 3: desc 1 node 4 s 1 w 1 d 0000000000000000\nproc 71\ncontext b3\n  thread 71: l 12 need_return 0 tr 0\nproc 60\ncontext b2\n  thread 60: l 12 need_return 0 tr 0\n";
+        let blocks = proc_blocks(c, "b3");
+        let pids: Vec<i32> = blocks.iter().map(|(p, _)| *p).collect();
+        assert_eq!(pids, [71, 70, 71]);
+        assert!(blocks[0].1.starts_with("proc 71\ncontext b3\n  thread 72:"));
+        // The node line ending in "proc 70" does not start a block.
+        let p = parse(&format!("binder proc state:\n{}", blocks[0].1), Driver::C);
+        assert_eq!((p.pid, p.nodes.len(), p.refs.len()), (Some(71), 1, 0));
+        assert_eq!(p.nodes[0].procs, [70]);
+        assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+        let p = parse(&format!("binder proc state:\n{}", blocks[1].1), Driver::C);
+        assert_eq!((p.pid, p.nodes.len(), p.refs.len()), (Some(70), 0, 1));
+        // Rust's: a blank line after each process, ref lines without
+        // their newline.
+        let rust = "binder state:\nproc 80\ncontext b0\n  thread 80: l 12 need_return false\n\nproc 81\ncontext b1\n  thread 81: l 12 need_return false\n  ref 2: desc 0 node 1 s 1 w 1\nproc 81\ncontext b1\n  thread 83: l 12 need_return false\n\n";
+        let blocks = proc_blocks(rust, "b1");
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(
+            blocks[0].1,
+            "proc 81\ncontext b1\n  thread 81: l 12 need_return false\n  ref 2: desc 0 node 1 s 1 w 1\n"
+        );
+        assert_eq!(
+            blocks[1].1,
+            "proc 81\ncontext b1\n  thread 83: l 12 need_return false\n\n"
+        );
+        assert!(proc_blocks("binder state:\n", "b1").is_empty());
     }
 
     #[test]

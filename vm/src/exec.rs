@@ -1,11 +1,14 @@
 //! The executor: PID 1 of the VM. It mounts what it needs, makes one Binder
 //! device per trace (the C module's `devices=`, or binderfs), then runs
 //! every trace on its own device, as `docs/commands.md` says: one forked
-//! process per program process, each told by the executor over a socket
-//! which command to run, when to drain its work and when to close. After
-//! every command it records the ioctl's result, every `BR_*` each process
-//! read, the kernel log lines and each process's state in the driver's
-//! debug files, and prints them as JSON lines ([`crate::wire::Record`]).
+//! OS process per task of the program, with one open of the device, one
+//! serving thread and one socket per program process (several when the
+//! task opens the device more than once, `procs 0 0 p0`), each open told
+//! by the executor over its socket which command to run, when to drain its
+//! work and when to close. After every command it records the ioctl's
+//! result, every `BR_*` each process read, the kernel log lines and each
+//! process's state in the driver's debug files, and prints them as JSON
+//! lines ([`crate::wire::Record`]).
 
 use crate::abi;
 use crate::klog::{self, Class, Limit, RateLimits, Window};
@@ -14,7 +17,7 @@ use crate::sys;
 use crate::wire::{
     Config, Driver, Fault, Pace, Record, Release, TraceFile, WireBr, WireEe, WireProc, WireRet,
 };
-use idpool::driver::{Command, Step};
+use idpool::driver::{Command, Pid, Procs, Step};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -55,15 +58,19 @@ enum Request {
     /// Each thread the driver knows reads and answers everything the
     /// driver has for it.
     Drain,
-    /// Unmap and close the Binder file, then exit.
+    /// Unmap and close the Binder file; its serving thread ends (the task's
+    /// process exits with its last open).
     Exit,
 }
 
 /// A process's answer.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Reply {
-    /// Its pid (in the first answer, after opening the device).
+    /// Its task's pid (in the first answer, after opening the device).
     pid: i32,
+    /// The thread id of its `t0` (in the first answer).
+    #[serde(default)]
+    tid: i32,
     /// The command's result.
     ret: Option<WireRet>,
     /// The command's thread's extended error after it.
@@ -280,6 +287,24 @@ impl Devices {
             Driver::Rust => format!("/dev/binderfs/binder_logs/proc/{pid}"),
         }
     }
+
+    /// The driver's global state file: every Binder process of every
+    /// device, each as its pid's file prints it (C `print_binder_state`,
+    /// binder.c:6863-6886; Rust `rust_binder_state_show_impl`,
+    /// rust_binder_main.rs:575-586).
+    fn state_path(&self) -> &'static str {
+        match self.driver {
+            Driver::C => "/sys/kernel/debug/binder/state",
+            Driver::Rust => "/dev/binderfs/binder_logs/state",
+        }
+    }
+
+    /// The name of trace `index`'s device: its context's name, which each
+    /// process's debug text prints (`context b0`).
+    fn name(&self, index: usize) -> &str {
+        let path = &self.paths[index];
+        path.rsplit('/').next().unwrap_or(path)
+    }
 }
 
 fn run(out: &mut Output) -> Result<(), String> {
@@ -319,6 +344,7 @@ fn run(out: &mut Output) -> Result<(), String> {
             out,
             pacer: &mut pacer,
             children: Vec::new(),
+            from_state: false,
         };
         let result = run.run(tf);
         if let Err(e) = result {
@@ -469,9 +495,13 @@ impl Pacer {
     }
 }
 
-/// One process of the running trace, seen from the executor.
+/// One process of the running trace (one open of the device), seen from
+/// the executor. The opens of one task share its OS process, so its pid.
 struct Child {
+    /// Its task's pid.
     pid: i32,
+    /// Its `t0`'s thread id.
+    tid: i32,
     writer: UnixStream,
     reader: BufReader<UnixStream>,
     alive: bool,
@@ -508,7 +538,12 @@ struct TraceRun<'a> {
     devices: &'a Devices,
     out: &'a mut Output,
     pacer: &'a mut Pacer,
+    /// One per process of the program, `children[p.index()]` for `p`.
     children: Vec<Child>,
+    /// Whether the processes' debug text comes from the driver's global
+    /// state file ([`TraceRun::texts_from_state`]): for a program with
+    /// several opens by one task.
+    from_state: bool,
 }
 
 type StepError = (String, Option<usize>);
@@ -533,16 +568,9 @@ impl TraceRun<'_> {
         let program = program::parse(&text).map_err(|e| (e, None))?;
         let device = self.devices.paths[self.index].clone();
         let _ = klog_lines();
-        if program.procs.shares_a_task() {
-            return Err((
-                "several opens by one task are not run by this executor yet".into(),
-                None,
-            ));
-        }
-        for &euid in &program.procs.euids {
-            let child = spawn(&device, euid).map_err(|e| (e, None))?;
-            self.children.push(child);
-        }
+        self.from_state = program.procs.shares_a_task();
+        self.spawn_all(&program.procs, &device)
+            .map_err(|e| (e, None))?;
         let log = klog_lines();
         self.pacer.observe(&log);
         self.out.emit(&Record::TraceBegin {
@@ -588,6 +616,34 @@ impl TraceRun<'_> {
         Ok(())
     }
 
+    /// Forks the program's tasks, each when its first process opens, in
+    /// process order: a task makes all its opens then, in process order
+    /// (`procs 0 0 p0`: `p0` and `p2`, then `p1`), and
+    /// [`TraceRun::children`] holds each process's at its index. After a
+    /// failure the tasks already forked are in `children` for
+    /// [`TraceRun::abort`].
+    fn spawn_all(&mut self, procs: &Procs, device: &str) -> Result<(), String> {
+        let mut spawned: Vec<(usize, Child)> = Vec::new();
+        for first in (0..procs.len() as u8).map(Pid) {
+            if procs.task(first) != first {
+                continue;
+            }
+            let opens: Vec<Pid> = procs.of_task(first).collect();
+            match spawn_task(device, procs.euids[first.index()], opens.len()) {
+                Ok(children) => {
+                    spawned.extend(opens.iter().map(|p| p.index()).zip(children));
+                }
+                Err(e) => {
+                    self.children = spawned.into_iter().map(|(_, c)| c).collect();
+                    return Err(e);
+                }
+            }
+        }
+        spawned.sort_by_key(|(k, _)| *k);
+        self.children = spawned.into_iter().map(|(_, c)| c).collect();
+        Ok(())
+    }
+
     /// When a rate limit's window printed its whole burst (so that lines
     /// may have been dropped), waits the window out and makes the driver
     /// print through both limits once, from a process of its own on the
@@ -604,7 +660,7 @@ impl TraceRun<'_> {
         }
         let _ = self.pacer.wait_out(|_, w| w.printed >= RateLimits::BURST);
         let device = self.devices.paths[self.index].clone();
-        self.children.push(spawn(&device, 0)?);
+        self.children.extend(spawn_task(&device, 0, 1)?);
         let k = self.children.len() - 1;
         let probe = &mut self.children[k];
         let reply = probe.ask(&Request::Run {
@@ -630,11 +686,13 @@ impl TraceRun<'_> {
         for k in 0..self.children.len() {
             if self.children[k].alive {
                 let pid = self.children[k].pid;
-                // Closing its socket makes it exit (the kernel then closes
-                // its Binder file).
-                let _ = self.children[k].writer.shutdown(std::net::Shutdown::Both);
+                // Closing a socket makes its task exit (the kernel then
+                // closes its Binder files): every open of the task goes.
+                for c in self.children.iter_mut().filter(|c| c.alive && c.pid == pid) {
+                    let _ = c.writer.shutdown(std::net::Shutdown::Both);
+                    c.alive = false;
+                }
                 let _ = sys::waitpid(pid);
-                self.children[k].alive = false;
                 let _ = self.wait_release(pid);
             }
         }
@@ -657,7 +715,7 @@ impl TraceRun<'_> {
             ee: done.ee,
             reads,
             log,
-            procs: self.proc_states(),
+            procs: self.proc_states()?,
             release: done.release,
             paced_ms: paced_us / 1000,
             us: sys::boottime_us() - t0,
@@ -739,41 +797,103 @@ impl TraceRun<'_> {
     }
 
     /// Each process's state: its debug text when it is alive (`=` when
-    /// unchanged since the last step).
-    fn proc_states(&mut self) -> Vec<WireProc> {
+    /// unchanged since the last step): its pid's file, or, for a program
+    /// with several opens by one task, its part of the global state file
+    /// ([`TraceRun::texts_from_state`]).
+    fn proc_states(&mut self) -> Result<Vec<WireProc>, String> {
+        let texts = if self.from_state {
+            self.texts_from_state()?
+        } else {
+            self.children
+                .iter()
+                .map(|child| {
+                    child.alive.then(|| {
+                        let path = self.devices.proc_state_path(child.pid);
+                        std::fs::read_to_string(&path)
+                            .unwrap_or_else(|e| format!("binder-exec: read {path}: {e}\n"))
+                    })
+                })
+                .collect()
+        };
         let mut procs = Vec::new();
-        for child in &mut self.children {
-            let state = if child.alive {
-                let path = self.devices.proc_state_path(child.pid);
-                let text = std::fs::read_to_string(&path)
-                    .unwrap_or_else(|e| format!("binder-exec: read {path}: {e}\n"));
+        for (child, text) in self.children.iter_mut().zip(texts) {
+            let state = text.map(|text| {
                 if child.last_state.as_deref() == Some(text.as_str()) {
-                    Some("=".to_string())
+                    "=".to_string()
                 } else {
                     child.last_state = Some(text.clone());
-                    Some(text)
+                    text
                 }
-            } else {
-                None
-            };
+            });
             procs.push(WireProc {
                 pid: child.pid,
                 alive: child.alive,
                 state,
             });
         }
-        procs
+        Ok(procs)
     }
 
-    /// Process `k` unmaps and closes its Binder file and exits; then the
-    /// driver's deferred release is waited for.
+    /// Each live process's debug text cut from the driver's global state
+    /// file, for a program with several opens by one task: there a pid's
+    /// file is no process's own. It prints every process of the pid
+    /// (binder.c:6939-6951, C `proc_show`; rust_binder_main.rs:588-599,
+    /// `get_procs_with_pid`), and it is the pid's first open's: made at
+    /// the first open of a pid only (binder.c:6121-6151, `existing_pid`;
+    /// rust_binder_main.rs:393-397, `EEXIST`), removed at that open's
+    /// release (binder.c:6199-6203; process.rs:1725) while the others
+    /// live on.
+    ///
+    /// One read of the state file prints every process once, as reading
+    /// each pid's file does when every pid has one open (C's printing may
+    /// queue node work, see `compare`; the model prints each live process
+    /// once a step too). The file holds every device's processes: a
+    /// process's block starts at its `proc <pid>` line, and the trace's are
+    /// those of its device's `context` line. The blocks of one pid are in
+    /// the driver's list order, given to the pid's opens by it: C's
+    /// `binder_procs` has the last opened first (`hlist_add_head`,
+    /// binder.c:6118), Rust's `all_procs` the first opened first
+    /// (`register_process` pushes at the end, context.rs:86). Each text is
+    /// `binder proc state:` and the block, as a pid's file prints one
+    /// process. A block that lists the `t0` of another open of its pid
+    /// (each open's `t0` is its serving thread, known to the driver from
+    /// the open's `BC_ENTER_LOOPER` until a `thread-exit`) stops the trace:
+    /// the order is not the one assumed.
+    fn texts_from_state(&self) -> Result<Vec<Option<String>>, String> {
+        let path = self.devices.state_path();
+        let mut texts: Vec<Option<String>> = vec![None; self.children.len()];
+        let state = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) => {
+                for (k, child) in self.children.iter().enumerate() {
+                    if child.alive {
+                        texts[k] = Some(format!("binder-exec: read {path}: {e}\n"));
+                    }
+                }
+                return Ok(texts);
+            }
+        };
+        let blocks = crate::debugfs::proc_blocks(&state, self.devices.name(self.index));
+        let live: Vec<Option<(i32, i32)>> = self
+            .children
+            .iter()
+            .map(|c| c.alive.then_some((c.pid, c.tid)))
+            .collect();
+        texts_of_blocks(&blocks, &live, self.devices.driver).map_err(|e| format!("{path}: {e}"))
+    }
+
+    /// Process `k` unmaps and closes its Binder file, and its serving
+    /// thread ends; the task's OS process exits with its last open (and is
+    /// waited for then). Then the driver's deferred release is waited for.
     fn close(&mut self, k: usize) -> Result<Release, String> {
         let child = &mut self.children[k];
         child.ask(&Request::Exit)?;
-        sys::waitpid(child.pid).map_err(|e| format!("waitpid {}: {e}", child.pid))?;
         child.alive = false;
         child.last_state = None;
         let pid = child.pid;
+        if !self.children.iter().any(|c| c.alive && c.pid == pid) {
+            sys::waitpid(pid).map_err(|e| format!("waitpid {pid}: {e}"))?;
+        }
         self.wait_release(pid)
     }
 
@@ -783,11 +903,21 @@ impl TraceRun<'_> {
     /// which frees the proc (`binder_free_proc`, counted as a deleted
     /// `proc` in debugfs `stats`) once nothing else holds it; the release
     /// is over when the global "proc: active N" line counts only the files
-    /// still open. Rust: the process leaves binderfs's `binder_logs/state`
-    /// at the start of `deferred_release`; its end is not visible, so the
-    /// executor waits for that and then for a short settle time.
+    /// still open (the opens, not the tasks). Rust: the process leaves
+    /// binderfs's `binder_logs/state` at the start of `deferred_release`;
+    /// its end is not visible, so the executor waits for that and then
+    /// for a short settle time. When other opens of the pid are still open
+    /// the pid stays in the file: the wait is for the number of its
+    /// `proc <pid>` blocks to drop to theirs (without them it is for the
+    /// pid to leave the file, node lines included, as before).
     fn wait_release(&mut self, pid: i32) -> Result<Release, String> {
         let open = self.children.iter().filter(|c| c.alive).count();
+        let others = self
+            .children
+            .iter()
+            .filter(|c| c.alive && c.pid == pid)
+            .count();
+        let context = self.devices.name(self.index).to_string();
         let t0 = sys::boottime_us();
         let deadline = t0 + self.cfg.release_timeout_ms * 1000;
         // New log records are followed from here on, without taking them
@@ -823,7 +953,16 @@ impl TraceRun<'_> {
                 loop {
                     let state = std::fs::read_to_string("/dev/binderfs/binder_logs/state")
                         .unwrap_or_default();
-                    if !state.contains(&needle) {
+                    let gone = if others == 0 {
+                        !state.contains(&needle)
+                    } else {
+                        crate::debugfs::proc_blocks(&state, &context)
+                            .iter()
+                            .filter(|(p, _)| *p == pid)
+                            .count()
+                            <= others
+                    };
+                    if gone {
                         // The release leaves the list before it cancels the
                         // process's work, which logs (deferred_release,
                         // process.rs:1420 then 1480): wait until the log has
@@ -834,9 +973,14 @@ impl TraceRun<'_> {
                             .max(Duration::from_millis(20));
                         let waited =
                             sys::wait_log_quiet(kmsg.as_ref(), quiet, Duration::from_secs(5));
+                        let left = if others == 0 {
+                            format!("without proc {pid}")
+                        } else {
+                            format!("with {others} proc {pid}")
+                        };
                         break (
                             format!(
-                                "binder_logs/state without proc {pid}, then {} ms ({} ms quiet)",
+                                "binder_logs/state {left}, then {} ms ({} ms quiet)",
                                 waited.as_millis(),
                                 quiet.as_millis()
                             ),
@@ -844,7 +988,10 @@ impl TraceRun<'_> {
                         );
                     }
                     if sys::boottime_us() > deadline {
-                        break (format!("binder_logs/state still lists proc {pid}"), false);
+                        break (
+                            format!("binder_logs/state still lists proc {pid} (open {others})"),
+                            false,
+                        );
                     }
                     std::thread::sleep(Duration::from_micros(200));
                 }
@@ -858,38 +1005,170 @@ impl TraceRun<'_> {
     }
 }
 
-/// Forks process `euid` of a trace: it opens `device` and answers its
-/// first [`Reply`] once it is set up.
-fn spawn(device: &str, euid: u32) -> Result<Child, String> {
-    let (parent_end, child_end) = sys::socketpair().map_err(|e| format!("socketpair: {e}"))?;
+/// Gives each live process its block of the state file
+/// ([`TraceRun::texts_from_state`]): `blocks` are the device's, in the
+/// file's order, `live[k]` the pid and `t0` thread id of process `k` if it
+/// is alive. The blocks of a pid go to its live opens (in process order,
+/// which is their open order) in the driver's list order: C's last opened
+/// first, Rust's first opened first. An error when a pid has not as many
+/// blocks as live opens, or when a block lists another open's `t0`.
+fn texts_of_blocks(
+    blocks: &[(i32, String)],
+    live: &[Option<(i32, i32)>],
+    driver: Driver,
+) -> Result<Vec<Option<String>>, String> {
+    let mut texts: Vec<Option<String>> = vec![None; live.len()];
+    for (k, open) in live.iter().enumerate() {
+        let Some((pid, _)) = *open else { continue };
+        if texts[k].is_some() {
+            continue;
+        }
+        let mut opens: Vec<usize> = (0..live.len())
+            .filter(|&j| live[j].is_some_and(|(p, _)| p == pid))
+            .collect();
+        if driver == Driver::C {
+            opens.reverse();
+        }
+        let mine: Vec<&str> = blocks
+            .iter()
+            .filter(|(p, _)| *p == pid)
+            .map(|(_, b)| b.as_str())
+            .collect();
+        if mine.len() != opens.len() {
+            return Err(format!(
+                "{} processes of pid {pid}, {} of its opens are open",
+                mine.len(),
+                opens.len()
+            ));
+        }
+        for (&j, block) in opens.iter().zip(&mine) {
+            for &other in opens.iter().filter(|&&o| o != j) {
+                let tid = live[other].map_or(0, |(_, t)| t);
+                let t0 = format!("thread {tid}:");
+                if block.lines().any(|l| l.trim_start().starts_with(&t0)) {
+                    return Err(format!(
+                        "the block of pid {pid} given to p{j} lists p{other}'s t0 ({t0}): its processes are not in the order assumed"
+                    ));
+                }
+            }
+            texts[j] = Some(format!("binder proc state:\n{block}"));
+        }
+    }
+    Ok(texts)
+}
+
+/// Forks a task of a trace with euid `euid`, which opens `device` `opens`
+/// times ([`child::task_main`]): one [`Child`] per open, in order, each
+/// once it has answered its first [`Reply`] (all set up).
+fn spawn_task(device: &str, euid: u32, opens: usize) -> Result<Vec<Child>, String> {
+    let mut parent_ends = Vec::new();
+    let mut child_ends = Vec::new();
+    for _ in 0..opens {
+        let (p, c) = sys::socketpair().map_err(|e| format!("socketpair: {e}"))?;
+        parent_ends.push(p);
+        child_ends.push(c);
+    }
     let pid = sys::fork().map_err(|e| format!("fork: {e}"))?;
     if pid == 0 {
-        drop(parent_end);
-        child::child_main(child_end, device, euid);
+        drop(parent_ends);
+        child::task_main(child_ends, device, euid);
     }
-    drop(child_end);
-    let reader = BufReader::new(
-        parent_end
-            .try_clone()
-            .map_err(|e| format!("dup a socket: {e}"))?,
-    );
-    let mut child = Child {
-        pid,
-        writer: parent_end,
-        reader,
-        alive: true,
-        last_state: None,
-    };
-    let mut first = String::new();
-    child
-        .reader
-        .read_line(&mut first)
-        .map_err(|e| format!("pid {pid}: {e}"))?;
-    let reply: Reply = serde_json::from_str(&first)
-        .map_err(|e| format!("pid {pid} did not start: {first:?} ({e})"))?;
-    if let Some(e) = reply.error {
+    drop(child_ends);
+    let mut children = Vec::new();
+    let mut failed = None;
+    for writer in parent_ends {
+        let reader = match writer.try_clone() {
+            Ok(r) => BufReader::new(r),
+            Err(e) => {
+                failed = Some(format!("dup a socket: {e}"));
+                break;
+            }
+        };
+        let mut child = Child {
+            pid,
+            tid: 0,
+            writer,
+            reader,
+            alive: true,
+            last_state: None,
+        };
+        let mut first = String::new();
+        let reply = match child.reader.read_line(&mut first) {
+            Ok(_) => serde_json::from_str::<Reply>(&first)
+                .map_err(|e| format!("pid {pid} did not start: {first:?} ({e})")),
+            Err(e) => Err(format!("pid {pid}: {e}")),
+        };
+        match reply {
+            Ok(Reply {
+                error: None, tid, ..
+            }) => {
+                child.tid = tid;
+                children.push(child);
+            }
+            Ok(Reply { error: Some(e), .. }) => {
+                failed = Some(format!("pid {pid}: {e}"));
+                break;
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    if let Some(e) = failed {
+        // Its other opens' sockets close with `children`: the task exits.
+        drop(children);
         let _ = sys::waitpid(pid);
-        return Err(format!("pid {pid}: {e}"));
+        return Err(e);
     }
-    Ok(child)
+    Ok(children)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two opens of pid 70 (`p0`, `t0` 70, and `p2`, `t0` 72) and `p1`,
+    /// pid 71, as each driver's state file lists them.
+    #[test]
+    fn a_pids_blocks_go_to_its_opens_in_each_drivers_order() {
+        let block = |pid: i32, tid: i32| {
+            (
+                pid,
+                format!("proc {pid}\ncontext b0\n  thread {tid}: l 12 need_return 0 tr 0\n"),
+            )
+        };
+        let live = [Some((70, 70)), Some((71, 71)), Some((70, 72))];
+        // C: binder_procs, the last opened first (p1 opened after p0 and
+        // p2, which its task opened first).
+        let c = [block(71, 71), block(70, 72), block(70, 70)];
+        let texts = texts_of_blocks(&c, &live, Driver::C).unwrap();
+        let t0 = |t: &Option<String>| {
+            let p = crate::debugfs::parse(t.as_deref().unwrap(), Driver::C);
+            assert!(p.unparsed.is_empty(), "{:?}", p.unparsed);
+            t.as_deref().unwrap().lines().nth(3).unwrap().to_string()
+        };
+        assert!(texts[0]
+            .as_deref()
+            .unwrap()
+            .starts_with("binder proc state:\nproc 70\n"));
+        assert_eq!(t0(&texts[0]), "  thread 70: l 12 need_return 0 tr 0");
+        assert_eq!(t0(&texts[2]), "  thread 72: l 12 need_return 0 tr 0");
+        // Rust: all_procs, the first opened first.
+        let rust = [block(70, 70), block(70, 72), block(71, 71)];
+        let texts = texts_of_blocks(&rust, &live, Driver::Rust).unwrap();
+        assert_eq!(t0(&texts[0]), "  thread 70: l 12 need_return 0 tr 0");
+        assert_eq!(t0(&texts[1]), "  thread 71: l 12 need_return 0 tr 0");
+        // The other order is caught by the threads...
+        let e = texts_of_blocks(&rust, &live, Driver::C).unwrap_err();
+        assert!(e.contains("not in the order assumed"), "{e}");
+        // ... a pid with a block more or less than its opens too, and an
+        // open that has exited gets none.
+        assert!(texts_of_blocks(&c[..2], &live, Driver::C).is_err());
+        let after_exit = [Some((70, 70)), Some((71, 71)), None];
+        let texts =
+            texts_of_blocks(&[block(70, 70), block(71, 71)], &after_exit, Driver::C).unwrap();
+        assert!(texts[0].is_some() && texts[1].is_some() && texts[2].is_none());
+        assert!(texts_of_blocks(&rust, &after_exit, Driver::Rust).is_err());
+    }
 }

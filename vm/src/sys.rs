@@ -234,6 +234,20 @@ pub fn getpid() -> libc::pid_t {
     unsafe { libc::getpid() }
 }
 
+/// `gettid(2)`: the calling thread's id, by which both drivers know their
+/// threads.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// `geteuid(2)`: the calling thread's effective uid (each thread has its
+/// own credentials in the kernel).
+pub fn geteuid() -> libc::uid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// `CLOCK_BOOTTIME` in microseconds.
 pub fn boottime_us() -> u64 {
     let mut ts = libc::timespec {

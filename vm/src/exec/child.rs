@@ -1,12 +1,19 @@
-//! A trace's process, forked by the executor: it opens the device as
-//! `docs/commands.md` says, then serves the executor's requests (run a
-//! command on one of its threads, drain, exit) until told to exit.
+//! A trace's task, forked by the executor: it opens the device once per
+//! process of the task, as `docs/commands.md` says, then serves the
+//! executor's requests for each of them (run a command on one of its
+//! threads, drain, exit) until told to exit.
 //!
-//! Its threads are real threads: `t0` is the process's main thread (the
-//! one that opened the device and serves the requests), `t1` and `t2` are
-//! started at their first command and then wait for work. Both drivers key
-//! their threads by the task's pid, so each request runs on the thread it
-//! names.
+//! A task is one OS process. Each of its opens (a process of the program:
+//! one Binder process in both drivers, all with the task's pid) has a
+//! serving thread of its own, with its own socket to the executor: the
+//! task's main thread serves its first open, another thread each further
+//! open. An open's threads are real threads: `t0` is its serving thread
+//! (the one that opened the device and serves the requests), `t1` and `t2`
+//! are started at their first command and then wait for work. Both
+//! drivers key their threads by the thread's pid (C `binder_get_thread`,
+//! Rust `Process::get_current_thread`), so each request runs on the thread
+//! it names, and the threads of two opens are never the same driver
+//! thread.
 
 use super::commands::{self, Outcome};
 use super::drain;
@@ -65,29 +72,129 @@ struct Proc {
     known: [bool; MAX_THREADS],
 }
 
-/// A trace's process: set up as `docs/commands.md` says, then serve the
-/// executor's requests until told to exit.
-pub(super) fn child_main(sock: UnixStream, device: &str, euid: u32) -> ! {
-    let mut writer = sock.try_clone().expect("dup a socket");
-    let mut reader = BufReader::new(sock);
-    let mut send = |reply: &Reply| {
-        let mut line = serde_json::to_string(reply).expect("replies serialise");
-        line.push('\n');
-        if writer.write_all(line.as_bytes()).is_err() {
-            sys::exit_now(3);
+/// A trace's task: opens the device once per socket in `socks` (one per
+/// process of the task, in process order), each open from the thread that
+/// then serves it, one after the other; then sets the task's euid and
+/// serves the executor's requests on each socket until told to exit. The
+/// OS process exits once every open has.
+///
+/// The euid is set after every open (C's `proc->cred` and Rust's
+/// `Process::cred` are the file's, taken at the open, binder.c:6088,
+/// process.rs:1713) and with every serving thread started: `setresuid`
+/// must change the credentials of every thread of the process, since the
+/// drivers read the calling thread's (`current_euid()` in
+/// `BINDER_SET_CONTEXT_MGR`, binder.c:5529, context.rs:119). glibc's
+/// `setresuid` (the static executor's libc) makes every thread of a
+/// multi-threaded process make the syscall (`INLINE_SETXID_SYSCALL`,
+/// `__nptl_setxid`); each serving thread checks its own euid before its
+/// first answer, so a libc that did not would stop the trace rather than
+/// run it with the wrong euid.
+pub(super) fn task_main(socks: Vec<UnixStream>, device: &str, euid: u32) -> ! {
+    let mut socks = socks.into_iter();
+    let first = socks.next().expect("a task opens the device at least once");
+    let mut opened: Vec<(mpsc::Sender<Result<(), String>>, JoinHandle<()>)> = Vec::new();
+    let mut setup = Proc::open(device).map(Some);
+    if setup.is_ok() {
+        for (i, sock) in socks.enumerate() {
+            let (done_tx, done_rx) = mpsc::channel::<Result<(), String>>();
+            let (go_tx, go_rx) = mpsc::channel::<Result<(), String>>();
+            let device = device.to_string();
+            let spawned = std::thread::Builder::new()
+                .name(format!("open{}", i + 1))
+                .spawn(move || {
+                    let proc = Proc::open(&device);
+                    let ok = proc.as_ref().map(drop).map_err(Clone::clone);
+                    let _ = done_tx.send(ok);
+                    let (Ok(proc), Ok(Ok(()))) = (proc, go_rx.recv()) else {
+                        // The task stops (the main thread reports why).
+                        return;
+                    };
+                    serve(sock, proc, euid);
+                });
+            let handle = match spawned {
+                Ok(h) => h,
+                Err(e) => {
+                    setup = Err(format!("start the thread of open {}: {e}", i + 1));
+                    break;
+                }
+            };
+            // The opens are made one after the other, in process order.
+            match done_rx.recv() {
+                Ok(Ok(())) => opened.push((go_tx, handle)),
+                Ok(Err(e)) => {
+                    setup = Err(format!("open {} of the task: {e}", i + 1));
+                    break;
+                }
+                Err(_) => {
+                    setup = Err(format!("the thread of open {} stopped", i + 1));
+                    break;
+                }
+            }
         }
-    };
-    let mut proc = match Proc::open(device, euid) {
-        Ok(p) => p,
+    }
+    if setup.is_ok() && euid != 0 {
+        if let Err(e) = sys::setresuid(euid, euid, euid) {
+            setup = Err(format!("setresuid({euid}): {e}"));
+        }
+    }
+    let proc = match setup {
+        Ok(proc) => proc.expect("opened above"),
         Err(e) => {
-            send(&Reply::error(e));
+            // The executor reads the first socket's answer first, then
+            // waits for the process.
+            answer(&first, &Reply::error(e));
             sys::exit_now(1);
         }
     };
-    send(&Reply {
-        pid: sys::getpid(),
-        ..Reply::default()
-    });
+    let mut threads = Vec::new();
+    for (go, handle) in opened {
+        let _ = go.send(Ok(()));
+        threads.push(handle);
+    }
+    serve(first, proc, euid);
+    // This open has exited: the task lives on until its other opens have.
+    for t in threads {
+        let _ = t.join();
+    }
+    sys::exit_now(0);
+}
+
+/// Writes one answer to the executor; a task whose executor has gone
+/// exits.
+fn answer(mut sock: &UnixStream, reply: &Reply) {
+    let mut line = serde_json::to_string(reply).expect("replies serialise");
+    line.push('\n');
+    if sock.write_all(line.as_bytes()).is_err() {
+        sys::exit_now(3);
+    }
+}
+
+/// Serves one open on its own thread: checks that the thread has the
+/// task's euid, answers with the task's pid and this thread's id, then
+/// runs the executor's requests until told to exit (then unmaps and closes
+/// the open's file, answers and returns). A closed socket (the executor
+/// gave up on the trace) ends the whole task.
+fn serve(sock: UnixStream, mut proc: Proc, euid: u32) {
+    let thread_euid = sys::geteuid();
+    if thread_euid != euid {
+        answer(
+            &sock,
+            &Reply::error(format!(
+                "thread {} of the task has euid {thread_euid}, not {euid}: setresuid did not reach every thread",
+                sys::gettid()
+            )),
+        );
+        sys::exit_now(1);
+    }
+    answer(
+        &sock,
+        &Reply {
+            pid: sys::getpid(),
+            tid: sys::gettid(),
+            ..Reply::default()
+        },
+    );
+    let mut reader = BufReader::new(&sock);
     let mut line = String::new();
     loop {
         line.clear();
@@ -106,20 +213,19 @@ pub(super) fn child_main(sock: UnixStream, device: &str, euid: u32) -> ! {
             Ok(Request::Drain) => proc.drain(),
             Ok(Request::Exit) => {
                 proc.close();
-                send(&Reply::default());
-                sys::exit_now(0);
+                answer(&sock, &Reply::default());
+                return;
             }
         };
-        send(&reply);
+        answer(&sock, &reply);
     }
 }
 
 impl Proc {
     /// Opens the device (`O_NONBLOCK`), maps it, checks `BINDER_VERSION`
-    /// and writes `BC_ENTER_LOOPER`, all from this thread (`t0`); then
-    /// sets the euid (before any other thread starts, so every thread
-    /// has it).
-    fn open(device: &str, euid: u32) -> Result<Proc, String> {
+    /// and writes `BC_ENTER_LOOPER`, all from this thread (`t0`); the
+    /// task sets its euid once all its opens are made ([`task_main`]).
+    fn open(device: &str) -> Result<Proc, String> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -136,9 +242,6 @@ impl Proc {
         sys::write_read(&file, &w, 0)
             .result
             .map_err(|e| format!("BC_ENTER_LOOPER: {e}"))?;
-        if euid != 0 {
-            sys::setresuid(euid, euid, euid).map_err(|e| format!("setresuid({euid}): {e}"))?;
-        }
         let shared = Shared {
             map,
             file,
