@@ -178,3 +178,89 @@ fn the_command_table_is_the_vocabulary() {
          `cargo run -p idpool-harness --bin vocabulary -- docs/commands.md`"
     );
 }
+
+/// The uapi table of `docs/commands.md` names every ioctl, `BC_`, `BR_`
+/// and object type of 7.3's uapi header once, and each ioctl or `BC_`
+/// marked Y is one a command of the vocabulary makes. The header comes
+/// from the extracted sources (`ci/kernel-source.sh`); without them the
+/// test says it skipped, except in CI, where they must be there.
+#[test]
+fn the_uapi_table_names_every_name_of_the_header() {
+    let header = root().join(".cache/kernel-7.3/include/uapi/linux/android/binder.h");
+    let Ok(header) = std::fs::read_to_string(&header) else {
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v != "true"),
+            "CI needs {} (ci/kernel-source.sh)",
+            header.display()
+        );
+        eprintln!("skipped: no {} (ci/kernel-source.sh)", header.display());
+        return;
+    };
+    // The names the header defines: its ioctls and codes (`NAME = _IO...`
+    // or `NAME = _IOR(...`) and object types (`BINDER_TYPE_* = ...`).
+    // A value may start on the line after its `=`.
+    let mut names = std::collections::BTreeSet::new();
+    let lines: Vec<&str> = header.lines().map(str::trim).collect();
+    for (i, line) in lines.iter().enumerate() {
+        let Some((left, right)) = line.split_once('=') else {
+            continue;
+        };
+        let name = left.trim();
+        let right = match right.trim() {
+            "" => lines.get(i + 1).copied().unwrap_or(""),
+            right => right,
+        };
+        let code = right.starts_with("_IO") && name.starts_with(['B']);
+        if (code || name.starts_with("BINDER_TYPE_"))
+            && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        {
+            names.insert(name.to_string());
+        }
+    }
+    assert!(
+        names.len() > 60,
+        "too few names parsed from the header: {names:?}"
+    );
+    let text = std::fs::read_to_string(root().join("docs/commands.md")).expect("docs/commands.md");
+    let table = text
+        .split("<!-- uapi -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- /uapi -->").next())
+        .expect("docs/commands.md has the uapi markers");
+    let rows: Vec<(String, String, String)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let name = cells[0].trim_start_matches("| ").trim_matches('`');
+            (name.to_string(), cells[1].to_string(), cells[2].to_string())
+        })
+        .collect();
+    let in_table: std::collections::BTreeSet<String> =
+        rows.iter().map(|(n, _, _)| n.clone()).collect();
+    assert_eq!(in_table.len(), rows.len(), "a name has two rows");
+    let missing: Vec<_> = names.difference(&in_table).collect();
+    let extra: Vec<_> = in_table.difference(&names).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the uapi table of docs/commands.md against the header: missing {missing:?}, not in the header {extra:?}"
+    );
+    // Every Y of an ioctl or a BC_ is made by a command of the vocabulary
+    // (BINDER_WRITE_READ by every BC_ row).
+    let made: std::collections::BTreeSet<String> = idpool::driver::VOCABULARY
+        .iter()
+        .map(|r| match r.uapi {
+            idpool::driver::Uapi::Ioctl(name) | idpool::driver::Uapi::Bc(name) => name.to_string(),
+            idpool::driver::Uapi::Close => String::new(),
+        })
+        .chain(["BINDER_WRITE_READ".to_string()])
+        .collect();
+    for (name, kind, y) in &rows {
+        if y == "Y" && (kind == "ioctl" || kind == "BC") {
+            assert!(
+                made.contains(name),
+                "docs/commands.md marks {name} Y, but no command of the vocabulary makes it"
+            );
+        }
+    }
+}
