@@ -40,6 +40,9 @@ use std::fmt;
 pub enum Rel {
     /// The sender itself.
     Own,
+    /// Another open of the device by the sender's task, alive: one pid,
+    /// two Binder processes (`docs/commands.md`).
+    Sibling,
     /// The context manager (alive, and not the sender).
     Manager,
     /// Another process that is alive and not the manager.
@@ -52,11 +55,19 @@ pub enum Rel {
 
 impl Rel {
     /// Every relation, in the map's order.
-    pub const ALL: [Rel; 5] = [Rel::Own, Rel::Manager, Rel::Third, Rel::Dead, Rel::None];
+    pub const ALL: [Rel; 6] = [
+        Rel::Own,
+        Rel::Sibling,
+        Rel::Manager,
+        Rel::Third,
+        Rel::Dead,
+        Rel::None,
+    ];
 
     fn word(self) -> &'static str {
         match self {
             Rel::Own => "self",
+            Rel::Sibling => "sibling",
             Rel::Manager => "manager",
             Rel::Third => "third",
             Rel::Dead => "dead",
@@ -172,6 +183,10 @@ pub enum Part {
     },
     /// `freeze`, `thaw`, `frozen-info`: the process named.
     Proc(Rel),
+    /// `freeze`, `thaw`, `frozen-info` naming a pid that more than one
+    /// living Binder process has (two opens by one task): the drivers go
+    /// through them in their own orders.
+    SharedPid,
     /// The context manager at the step (`None`: none registered yet).
     Manager(Rel),
     /// `free`: whether the process holds a buffer.
@@ -198,6 +213,7 @@ impl fmt::Display for Part {
                 write!(f, "carries {}{h} {}", kind.word(), owner.word())
             }
             Part::Proc(rel) => write!(f, "names {}", rel.word()),
+            Part::SharedPid => f.write_str("names a pid with two processes"),
             Part::Manager(Rel::None) => f.write_str("no manager yet"),
             Part::Manager(Rel::Own) => f.write_str("sender is manager"),
             Part::Manager(Rel::Manager) => f.write_str("another is manager"),
@@ -346,11 +362,14 @@ pub fn cells_of(command: &'static str) -> Vec<Cell> {
         // `pN` always names a process of the program; the context has one
         // manager, which no other process is a third to.
         Shape::Proc => {
-            parts.extend([Rel::Own, Rel::Manager, Rel::Third, Rel::Dead].map(Part::Proc))
+            parts.extend(
+                [Rel::Own, Rel::Sibling, Rel::Manager, Rel::Third, Rel::Dead].map(Part::Proc),
+            );
+            parts.push(Part::SharedPid);
         }
-        Shape::Manager => {
-            parts.extend([Rel::None, Rel::Own, Rel::Manager, Rel::Dead].map(Part::Manager))
-        }
+        Shape::Manager => parts.extend(
+            [Rel::None, Rel::Own, Rel::Sibling, Rel::Manager, Rel::Dead].map(Part::Manager),
+        ),
         Shape::Buffer => parts.extend([Part::Buffer(true), Part::Buffer(false)]),
     }
     parts.push(Part::Exited);
@@ -405,6 +424,9 @@ pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<Cell>) {
 /// context manager, and the calls each thread owes a reply.
 #[derive(Debug, Default)]
 pub struct Follow {
+    /// Each process's task, named by its first process (empty: a task
+    /// each).
+    tasks: Vec<Pid>,
     /// The process that registered last, if any.
     manager: Option<Pid>,
     /// Per thread, the callers of the calls it read and has not answered,
@@ -413,6 +435,25 @@ pub struct Follow {
 }
 
 impl Follow {
+    /// Nothing followed yet, for a program of these processes.
+    pub fn new(procs: &idpool::driver::Procs) -> Follow {
+        Follow {
+            tasks: procs.tasks.clone(),
+            ..Follow::default()
+        }
+    }
+
+    fn task(&self, pid: Pid) -> Pid {
+        self.tasks.get(pid.index()).copied().unwrap_or(pid)
+    }
+
+    /// Whether more than one living process has `pid`'s task.
+    fn shared_pid(&self, state: &Snapshot, pid: Pid) -> bool {
+        let live = (0..state.procs.len() as u8)
+            .map(Pid)
+            .filter(|&q| self.task(q) == self.task(pid) && Self::alive(state, q));
+        live.count() > 1
+    }
     /// Classifies the steps of one group (`observed`, in the order they
     /// finished) against `before`, the Rust driver's state when the group
     /// started, and records their cells; then follows what they did.
@@ -436,6 +477,8 @@ impl Follow {
             Rel::Dead
         } else if pid == sender {
             Rel::Own
+        } else if self.task(pid) == self.task(sender) {
+            Rel::Sibling
         } else if self.manager == Some(pid) {
             Rel::Manager
         } else {
@@ -546,6 +589,9 @@ impl Follow {
             }
             Command::Freeze { target: p, .. } | Command::Thaw(p) | Command::FrozenInfo(p) => {
                 cells.push(cell(Part::Proc(self.rel(state, sender, *p))));
+                if self.shared_pid(state, *p) {
+                    cells.push(cell(Part::SharedPid));
+                }
             }
             Command::SetManager | Command::SetManagerExt { .. } | Command::Exit => {
                 let rel = self

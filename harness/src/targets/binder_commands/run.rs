@@ -265,7 +265,7 @@ pub fn run_counting<OC: Oracle, OR: Oracle>(
     let mut events = Events::default();
     let mut manager = Manager::None;
     // The command-space map, only when a recorder runs (`triage map`).
-    let mut map = super::map::recording().then(super::map::Follow::default);
+    let mut map = super::map::recording().then(|| super::map::Follow::new(&p.procs));
     let mut i = 0;
     while i < p.steps.len() {
         let end = (i + 1..p.steps.len())
