@@ -233,9 +233,9 @@ struct Thread {
 
 #[derive(Debug)]
 struct Proc {
-    /// `proc->pid`: the pid of the task that opened it
-    /// (`current->group_leader->pid`, binder.c:6087), named by the task's
-    /// first process. Two opens by one task have one pid.
+    /// `proc->pid`: the pid of the task that opened it (`current->tgid`,
+    /// binder.c:6087), named by the task's first process. Two opens by one
+    /// task have one pid.
     pid: Pid,
     euid: u32,
     /// The file is still open (no `exit` yet): the process is on the
@@ -1864,7 +1864,13 @@ impl CDriver {
         let held: Vec<usize> = self
             .buffers
             .iter()
-            .filter(|b| b.allocated && b.async_transaction && b.sender == sender)
+            // `buffer->pid != pid`, both `current->tgid` (binder_alloc.c:473,
+            // 489, 689): every open of the sender's task counts.
+            .filter(|b| {
+                b.allocated
+                    && b.async_transaction
+                    && self.procs[b.sender.index()].pid == self.procs[sender.index()].pid
+            })
             .map(|b| b.size)
             .collect();
         // The new buffer is allocated already.
@@ -2105,14 +2111,17 @@ impl CDriver {
     /// `binder_find_outdated_transaction_ilocked` with
     /// `binder_can_update_transaction`: a one-way transaction queued on
     /// node `n` that `txn` supersedes: both with `TF_UPDATE_TXN`, the same
-    /// flags and sender (the code and the target are the same for every
-    /// transaction of a program's node).
+    /// flags and the same sending pid (`t1->buffer->pid == t2->buffer->pid`,
+    /// binder.c:2804, each `current->tgid`: any open of the sender's task;
+    /// the code and the target are the same for every transaction of a
+    /// program's node).
     fn outdated(&self, n: NodeIdx, txn: TxnIdx) -> Option<TxnIdx> {
         self.nodes[n].async_todo.iter().find_map(|w| match *w {
             Work::Transaction(old)
                 if self.txns[old].flags == self.txns[txn].flags
                     && self.txns[old].flags.has(TxnFlags::UPDATE_TXN)
-                    && self.txns[old].sender == self.txns[txn].sender =>
+                    && self.procs[self.txns[old].sender.index()].pid
+                        == self.procs[self.txns[txn].sender.index()].pid =>
             {
                 Some(old)
             }

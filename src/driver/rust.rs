@@ -1823,7 +1823,15 @@ impl RustDriver {
         let held: Vec<usize> = self
             .buffers
             .iter()
-            .filter(|b| b.reserved && b.to == to && b.is_oneway && b.sender == sender)
+            // The range's `pid`, `info.from_pid = self.process.task.pid()`
+            // (thread.rs:1280; range_alloc/array.rs:175): every open of
+            // the sender's task counts.
+            .filter(|b| {
+                b.reserved
+                    && b.to == to
+                    && b.is_oneway
+                    && self.procs[b.sender.index()].task == self.procs[sender.index()].task
+            })
             .map(|b| b.size)
             .collect();
         // The new range is in the allocator already.
@@ -2015,9 +2023,12 @@ impl RustDriver {
     /// a one-way transaction waiting on node `n` that `txn` supersedes.
     fn take_outdated_transaction(&mut self, n: NodeIdx, txn: TxnIdx) -> Option<TxnIdx> {
         let new = &self.txns[txn];
+        // `self.from.process.task.pid() != old.from.process.task.pid()`
+        // (transaction.rs:425): any open of the sender's task.
+        let task = |t: &Txn| self.procs[t.sender.index()].task;
         let pos = self.nodes[n].oneway_todo.iter().position(|&old| {
             let old = &self.txns[old];
-            old.sender == new.sender
+            task(old) == task(new)
                 && old.flags.has(TxnFlags::UPDATE_TXN)
                 && new.flags.has(TxnFlags::UPDATE_TXN)
                 && old.flags == new.flags

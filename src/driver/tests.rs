@@ -2921,3 +2921,62 @@ fn rust_transaction_to_the_manager_from_another_open_of_its_task_is_delivered() 
     assert_eq!(reads(o, 0), ["transaction"]);
     assert_eq!(reads(o, 1), ["transaction-complete"]);
 }
+
+/// Three one-way `+update` transactions to a frozen manager, two from `p0`
+/// and one from `p2`, another open by `p0`'s task: each replaces the one
+/// waiting from the same pid, so one is left after the thaw.
+const UPDATES_FROM_TWO_OPENS: &str = "procs 0 0 p0
+     p1 set-manager
+     p0 freeze p1 0
+     p0 send 0 +update
+     p0 send 0 +update
+     p2 send 0 +update
+     p0 thaw p1
+     p1 free
+     p1 free
+     p1 free";
+
+#[test]
+fn c_binder_can_update_transaction_compares_the_senders_pids() {
+    // binder_can_update_transaction, binder.c:2803-2804:
+    // `t1->buffer->pid == t2->buffer->pid`, each `current->tgid`
+    // (binder_alloc.c:689): p2's transaction replaces p0's.
+    let run = c(UPDATES_FROM_TWO_OPENS);
+    let delivered: usize = run
+        .seen
+        .iter()
+        .map(|o| {
+            reads(o, 1)
+                .iter()
+                .filter(|r| r.starts_with("transaction"))
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        delivered, 2,
+        "the first waits for no buffer, the other two are one: {:?}",
+        run.seen
+    );
+}
+
+#[test]
+fn rust_can_replace_compares_the_senders_tasks() {
+    // Transaction::can_replace, transaction.rs:425:
+    // `self.from.process.task.pid() != old.from.process.task.pid()`.
+    let run = rust(UPDATES_FROM_TWO_OPENS);
+    let delivered: usize = run
+        .seen
+        .iter()
+        .map(|o| {
+            reads(o, 1)
+                .iter()
+                .filter(|r| r.starts_with("transaction"))
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        delivered, 2,
+        "the first waits for no buffer, the other two are one: {:?}",
+        run.seen
+    );
+}

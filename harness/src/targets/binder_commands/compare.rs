@@ -177,7 +177,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         name: "manager-task",
-        title: "a transaction to handle 0 from another open by the context manager's task: C refuses it as a transaction to the manager from its own process (it compares pids), Rust delivers it (it compares processes)",
+        title: "a transaction to handle 0 from another open by the context manager's task: C refuses it as a transaction to the manager from its own process (it compares pids since 49ed96943a8e, 2019), Rust delivers it (it compares processes, as C did before that fix)",
         kind: Kind::Finding("0021-manager-task"),
         diverges: true,
     },
@@ -530,6 +530,11 @@ pub struct Aftermath {
     /// Each process's task, named by its first process (empty: a task
     /// each).
     tasks: Vec<Pid>,
+    /// The processes that have exited.
+    gone: Vec<Pid>,
+    /// The process whose node C took as the context manager's last (its
+    /// `BINDER_SET_CONTEXT_MGR(_EXT)` returned 0), while it lives.
+    manager: Option<Pid>,
     /// Finding 0020: the steps, by index, of a `BINDER_FREEZE` both drivers
     /// refused with the same error, on a pid that more than one process
     /// has (two opens by one task). C freezes the pid's processes in
@@ -615,13 +620,17 @@ impl Aftermath {
         }
     }
 
-    /// Whether process `pid` shares its task with another process.
-    fn shares_a_task(&self, pid: Pid) -> bool {
-        let task = |p: Pid| self.tasks.get(p.index()).copied().unwrap_or(p);
+    fn task(&self, pid: Pid) -> Pid {
+        self.tasks.get(pid.index()).copied().unwrap_or(pid)
+    }
+
+    /// How many living processes have `pid`'s task (its pid).
+    fn live_opens(&self, pid: Pid) -> usize {
         let procs = self.tasks.len() as u8;
         (0..procs)
             .map(Pid)
-            .any(|q| q != pid && task(q) == task(pid))
+            .filter(|&q| self.task(q) == self.task(pid) && !self.gone.contains(&q))
+            .count()
     }
 
     /// Notes what step `i`, `step`, with what each driver showed, leaves
@@ -630,7 +639,7 @@ impl Aftermath {
         let (c, rust) = (c_obs.ret, rust_obs.ret);
         let refused = |r: Option<Ret>| matches!(r, Some(Ret::Err(_)));
         if let Command::Freeze { target, .. } = step.command {
-            if refused(c) && c == rust && self.shares_a_task(target) {
+            if refused(c) && c == rust && self.live_opens(target) > 1 {
                 self.refused_freezes.push(i);
             }
         }
@@ -641,14 +650,22 @@ impl Aftermath {
         let rust_refused_as_manager = rust_obs.ee.is_some_and(|ee| {
             ee.command == idpool::driver::br_code::FAILED_REPLY && ee.param == -Errno::Inval.code()
         });
+        // The sender is another open by the manager's task, not the
+        // manager's own process.
+        let manager_sibling = self
+            .manager
+            .is_some_and(|m| m != step.pid && self.task(m) == self.task(step.pid));
         if matches!(
             step.command,
             Command::Send { to: 0, .. } | Command::Call { to: 0, .. }
-        ) && self.shares_a_task(step.pid)
+        ) && manager_sibling
             && c_obs.log.contains(&Log::TransactionToOwnManager)
             && !rust_refused_as_manager
         {
             self.manager_task_sends.push(i);
+        }
+        if manager_call_ptr(step).is_some() && c == Some(Ret::Ok) {
+            self.manager = Some(step.pid);
         }
         if matches!(step.command, Command::Call { .. })
             && rust_obs.log.contains(&Log::CallBadStack)
@@ -694,7 +711,13 @@ impl Aftermath {
                     self.freeze_after_death.push((step.pid, *cookie));
                 }
             }
-            Command::Exit => self.anyone_exited = true,
+            Command::Exit => {
+                self.anyone_exited = true;
+                self.gone.push(step.pid);
+                if self.manager == Some(step.pid) {
+                    self.manager = None;
+                }
+            }
             _ => {}
         }
     }
@@ -704,20 +727,6 @@ impl Aftermath {
     /// explains it.
     pub fn explain(&self, i: usize, step: &Step, diff: &Diff) -> Option<&'static Rule> {
         let refused_two_ways = self.refused_two_ways.contains(&i);
-        if self.manager_task_sends.contains(&i) {
-            return Some(rule("manager-task"));
-        }
-        if self.refused_freezes.contains(&i) {
-            // Only the freeze notifications of the processes one driver
-            // reached and the other did not.
-            if let Diff::Reads { c, rust, .. } = diff {
-                let notifications =
-                    |r: &Read| matches!(r.br, Br::FrozenBinder { .. } | Br::SpawnLooper);
-                if c.iter().chain(rust).all(notifications) {
-                    return Some(rule("freeze-pid-order"));
-                }
-            }
-        }
         match diff {
             Diff::Ret { c, rust } => self.freeze_cookie_taken(step, *c, *rust),
             Diff::Ee {
@@ -1247,6 +1256,64 @@ mod tests {
         assert_eq!(rule(stack_only), "binder_commands/extended-error");
         let answered = "procs 3\np0 set-manager\np1 send 0 node 1\np2 send 0 node 1\np0 call 1\np1 reply\np2 exit\np0 call 2";
         assert_eq!(rule(answered), "binder_commands/extended-error");
+    }
+
+    /// Findings 0020 and 0021 are named only where two living opens of one
+    /// task meet: not after the other open exited, not for the manager's
+    /// own process, not for a sender of another task.
+    #[test]
+    fn several_opens_rules_need_two_living_opens() {
+        let rule = |p: &str| {
+            stops_at(p)
+                .map(|s| s.split(':').next().unwrap_or_default().to_string())
+                .unwrap_or_default()
+        };
+        let freeze = "procs 0 0 p0\np1 set-manager\np2 send 0 node 5\np1 acquire 1\np0 send 0 node 3\np1 acquire 2\np1 free\np1 free\np1.t1 call 2\np1 freeze-notify 1 7\np1 freeze p0 0";
+        assert_eq!(rule(freeze), "binder_commands/freeze-pid-order");
+        let step = |line: &str| {
+            let words: Vec<&str> = line.split(' ').collect();
+            Step::parse_words(&words).unwrap()
+        };
+        let refused = Observed {
+            ret: Some(Ret::Err(Errno::Again)),
+            ..Observed::default()
+        };
+        let nothing = Observed::default();
+        let mut follow = Aftermath::new(&Procs::parse(&["0", "0", "p0"]).unwrap());
+        follow.follow(0, &step("p2 exit"), &nothing, &nothing);
+        follow.follow(1, &step("p1 freeze p0 0"), &refused, &refused);
+        let frozen = Diff::Frozen {
+            pid: 2,
+            c: true,
+            rust: false,
+        };
+        assert_eq!(follow.explain_first(1, &frozen).map(|r| r.name), None);
+        let manager = "procs 0 p0\np0 set-manager\np1 send 0";
+        assert_eq!(rule(manager), "binder_commands/manager-task");
+        // Another task's sender: both deliver alike.
+        assert_eq!(rule("procs 0 p0 0\np0 set-manager\np2 send 0"), "");
+        let ok = Observed {
+            ret: Some(Ret::Ok),
+            ..Observed::default()
+        };
+        let own = Observed {
+            log: vec![Log::TransactionToOwnManager],
+            ..Observed::default()
+        };
+        let mut follow = Aftermath::new(&Procs::parse(&["0", "p0", "0"]).unwrap());
+        follow.follow(0, &step("p0 set-manager"), &ok, &ok);
+        follow.follow(1, &step("p2 send 0"), &own, &nothing);
+        follow.follow(2, &step("p0 send 0"), &own, &nothing);
+        follow.follow(3, &step("p1 send 0"), &own, &nothing);
+        let any = Diff::Log {
+            c: vec![Log::TransactionToOwnManager],
+            rust: vec![],
+        };
+        let named = |i| follow.explain_first(i, &any).map(|r| r.name);
+        assert_eq!(
+            (named(1), named(2), named(3)),
+            (None, None, Some("manager-task"))
+        );
     }
 
     #[test]

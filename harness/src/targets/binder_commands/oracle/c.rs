@@ -187,6 +187,8 @@ impl Alloc {
     /// (`debug_low_async_space_locked`, 462): below a tenth of the mapping
     /// left, a sender holding more than 50 one-way buffers or more than a
     /// quarter of the mapping is reported, once until the space recovers.
+    /// `pid` is the sender's (`current->tgid`): its task's, whichever open
+    /// sends.
     fn new_buf(&mut self, size: usize, oneway: bool, pid: usize) -> Result<(usize, bool), Errno> {
         if oneway && self.free_async < size {
             return Err(Errno::NoSpc);
@@ -1342,14 +1344,18 @@ impl COracle {
         // binder_alloc_new_buf (3393): "cannot allocate buffer", a line of
         // no kind (mod.rs).
         let size = buffer_size(payload);
-        let (offset, suspect) = match self.procs[receiver].alloc.new_buf(size, oneway, p) {
-            Ok(found) => found,
-            Err(errno) => {
-                self.dec_node(target, true);
-                self.fail_transaction(th, Br::FailedReply, Some(errno), log);
-                return Ok(());
-            }
-        };
+        let (offset, suspect) =
+            match self.procs[receiver]
+                .alloc
+                .new_buf(size, oneway, self.pids[p] as usize)
+            {
+                Ok(found) => found,
+                Err(errno) => {
+                    self.dec_node(target, true);
+                    self.fail_transaction(th, Br::FailedReply, Some(errno), log);
+                    return Ok(());
+                }
+            };
         let objects = match self.translate(p, th, receiver, &payload.objects, fail, log)? {
             Ok(objects) => objects,
             Err(errno) => {
@@ -1381,7 +1387,9 @@ impl COracle {
             if node.oneway_busy {
                 let mut outdated = None;
                 if payload.flags.has(TxnFlags::UPDATE_TXN) && frozen {
-                    let same = |t: &Txn| t.sender == txn.sender && t.flags == txn.flags;
+                    // The same sending pid (`buffer->pid`, the task's).
+                    let pids = &self.pids;
+                    let same = |t: &Txn| pids[t.sender] == pids[txn.sender] && t.flags == txn.flags;
                     if let Some(i) = node.waiting.iter().position(same) {
                         outdated = node.waiting.remove(i);
                     }
@@ -1480,7 +1488,10 @@ impl COracle {
         }
         let receiver = self.threads[caller].pid;
         let size = buffer_size(payload);
-        let offset = match self.procs[receiver].alloc.new_buf(size, false, p) {
+        let offset = match self.procs[receiver]
+            .alloc
+            .new_buf(size, false, self.pids[p] as usize)
+        {
             Ok((offset, _)) => offset,
             Err(errno) => {
                 self.reply_failed(th, call, Br::FailedReply, Some(errno), log);

@@ -198,6 +198,7 @@ impl Alloc {
     /// mapping is left for one-way ranges and its sender holds more than 50
     /// of them or more than a quarter of the mapping
     /// (`low_oneway_space`, array.rs:167).
+    /// `pid` is the sender's task's (`from_pid`), whichever open sends.
     fn reserve(&mut self, size: usize, oneway: bool, pid: usize) -> Result<(usize, bool), Errno> {
         if self.mode == AllocMode::Array && self.ranges.len() == TREE_THRESHOLD {
             self.mode = AllocMode::Tree;
@@ -1189,15 +1190,19 @@ impl RustOracle {
             return self.fail_transaction(th, Failure::dead(), log);
         }
         let size = buffer_size(payload);
-        let (offset, suspect) = match self.procs[receiver].alloc.reserve(size, oneway, p) {
-            Ok(found) => found,
-            Err(errno) => {
-                // Process::buffer_alloc's ENOSPC: "Failed to allocate
-                // buffer" (thread.rs:1055), then transaction.rs:179.
-                log.extend([Log::BufferAllocFailed, Log::CopyFailed]);
-                return self.fail_transaction(th, Failure::errno(errno), log);
-            }
-        };
+        let (offset, suspect) =
+            match self.procs[receiver]
+                .alloc
+                .reserve(size, oneway, self.tasks[p].index())
+            {
+                Ok(found) => found,
+                Err(errno) => {
+                    // Process::buffer_alloc's ENOSPC: "Failed to allocate
+                    // buffer" (thread.rs:1055), then transaction.rs:179.
+                    log.extend([Log::BufferAllocFailed, Log::CopyFailed]);
+                    return self.fail_transaction(th, Failure::errno(errno), log);
+                }
+            };
         let objects = match self.translate(p, th, receiver, &payload.objects, fail, log) {
             Ok(objects) => objects,
             Err(errno) => {
@@ -1224,7 +1229,9 @@ impl RustOracle {
             if frozen {
                 self.procs[receiver].async_recv = true;
                 if payload.flags.has(TxnFlags::UPDATE_TXN) {
-                    let same = |t: &Txn| t.sender == p && t.flags == flags;
+                    // The same sending task (`can_replace` compares pids).
+                    let tasks = &self.tasks;
+                    let same = |t: &Txn| tasks[t.sender] == tasks[p] && t.flags == flags;
                     let waiting = &mut self.nodes[target].waiting;
                     if let Some(i) = waiting.iter().position(same) {
                         let old = waiting.remove(i).expect("found");
@@ -1334,10 +1341,11 @@ impl RustOracle {
             log.extend([Log::BufferAllocFailed, Log::CopyFailed]);
             Err(Failure::dead())
         } else {
-            match self.procs[receiver]
-                .alloc
-                .reserve(buffer_size(payload), false, p)
-            {
+            match self.procs[receiver].alloc.reserve(
+                buffer_size(payload),
+                false,
+                self.tasks[p].index(),
+            ) {
                 Err(errno) => {
                     log.extend([Log::BufferAllocFailed, Log::CopyFailed]);
                     Err(Failure::errno(errno))
