@@ -310,11 +310,16 @@ pub enum Finding {
     /// A transaction to handle 0 from another open by the manager's task:
     /// refused by C, delivered by Rust (`docs/findings/0021-manager-task.md`).
     ManagerTask,
+    /// A node's work left queued in Rust on a thread that waits for its
+    /// reply, after another thread read the node's first `BR_INCREFS`: its
+    /// later `BR_RELEASE`/`BR_DECREFS` wait for that thread
+    /// (`docs/findings/0022-stale-node-work.md`).
+    StaleNodeWork,
 }
 
 impl Finding {
     /// Every known finding.
-    pub const ALL: [Finding; 24] = [
+    pub const ALL: [Finding; 25] = [
         Finding::Collision,
         Finding::V3Threshold,
         Finding::RustMismatch,
@@ -339,6 +344,7 @@ impl Finding {
         Finding::DeadTargetBadStack,
         Finding::FreezePidOrder,
         Finding::ManagerTask,
+        Finding::StaleNodeWork,
     ];
 
     /// The findings of upstream's past versions of the handle table (the
@@ -378,6 +384,7 @@ impl Finding {
             Finding::DeadTargetBadStack => "dead-target-bad-stack",
             Finding::FreezePidOrder => "freeze-pid-order",
             Finding::ManagerTask => "manager-task",
+            Finding::StaleNodeWork => "stale-node-work",
         }
     }
 
@@ -415,6 +422,7 @@ impl Finding {
                 | Finding::DeadTargetBadStack
                 | Finding::FreezePidOrder
                 | Finding::ManagerTask
+                | Finding::StaleNodeWork
         )
     }
 

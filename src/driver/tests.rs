@@ -2980,3 +2980,70 @@ fn rust_can_replace_compares_the_senders_tasks() {
         run.seen
     );
 }
+
+/// Finding 0022's program: p2.t2 sends its node 3 weak in a call (the
+/// node's first work waits, deferred, on t2, which waits for the reply);
+/// p2.t1 sends node 3 strong one-way and reads the node's first work.
+const NODE_WORK_ON_A_WAITING_CALLER: &str = "procs 0 0 1000
+     p0 set-manager
+     p0.t1 enter-looper
+     p2.t2 call 0 weak-node 3";
+
+#[test]
+fn c_binder_inc_node_nilocked_strong_moves_the_node_work_to_the_incrementing_thread() {
+    // binder.c:843-850: a strong increment of a node without
+    // has_strong_ref takes node->work off whatever list holds it
+    // (binder_dequeue_work_ilocked) and queues it, deferred, on the
+    // incrementing thread; so after t1 reads it, it is on no list, and
+    // the last reference's binder_dec_node_nilocked queues it to the
+    // process (895-899, list_empty(&node->work.entry)).
+    let mut run = c(NODE_WORK_ON_A_WAITING_CALLER);
+    assert_eq!(reads(run.last(), 2), NONE);
+    let o = run.step("p2.t1 send 0 node 3");
+    assert_eq!(
+        reads(&o, 2),
+        ["t1:transaction-complete", "t1:increfs 3", "t1:acquire 3"]
+    );
+    run.step("p0.t1 free");
+    let o = run.step("p0.t1 free");
+    assert_eq!(reads(&o, 2), ["release 3", "decrefs 3"]);
+    assert_eq!(run.nodes(2), NONE);
+    // t2's list has nothing of the node's left for it.
+    let o = run.step("p0 reply");
+    assert_eq!(reads(&o, 2), ["t2:reply", "t2:transaction-complete"]);
+}
+
+#[test]
+fn rust_node_wrapper_leaves_the_node_queued_on_the_waiting_caller() {
+    // node.rs:451-459: a strong zero2one increment of a node already
+    // pushed (has_pushed_node, its weak zero2one on t2's list) cannot push
+    // it again: process.rs:821-822 allocates a wrapper and node.rs:466-481
+    // pushes it, deferred, to t1 (process.rs:276-278); its do_work
+    // (wrapper.rs:52-57) clears the wrapper's flags only, so the Node
+    // stays queued on t2, marked pushed. The decrements of the last
+    // references then push nothing (update_refcount_locked, node.rs:415,
+    // should_normal_push 82-84); t2 reads the node's work with its reply
+    // (Node::do_work, node.rs:716-738).
+    let mut run = rust(NODE_WORK_ON_A_WAITING_CALLER);
+    assert_eq!(reads(run.last(), 2), NONE);
+    let o = run.step("p2.t1 send 0 node 3");
+    assert_eq!(
+        reads(&o, 2),
+        ["t1:transaction-complete", "t1:increfs 3", "t1:acquire 3"]
+    );
+    run.step("p0.t1 free");
+    let o = run.step("p0.t1 free");
+    assert_eq!(reads(&o, 2), NONE);
+    assert_eq!(run.nodes(2), ["n3 s0 w0 hs hw"]);
+    let o = run.step("p0 reply");
+    assert_eq!(
+        reads(&o, 2),
+        [
+            "t2:reply",
+            "t2:transaction-complete",
+            "t2:release 3",
+            "t2:decrefs 3"
+        ]
+    );
+    assert_eq!(run.nodes(2), NONE);
+}

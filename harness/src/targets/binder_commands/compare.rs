@@ -182,6 +182,12 @@ pub static RULES: &[Rule] = &[
         diverges: true,
     },
     Rule {
+        name: "stale-node-work",
+        title: "a node's first BR_INCREFS deferred on a thread that waits for the reply to its call, then read by another thread of the process that sent the node strong: C moved the node's work to that thread, Rust delivered it with a wrapper and left the node queued on the waiting thread, so the node's later BR_DECREFS/BR_RELEASE waits for that thread to read (after its reply) in Rust, where C queues it to the process at once",
+        kind: Kind::Finding("0022-stale-node-work"),
+        diverges: true,
+    },
+    Rule {
         name: "manager-ext-cookie",
         title: "BINDER_SET_CONTEXT_MGR(_EXT) naming a node the caller has with another cookie (one BINDER_SET_CONTEXT_MGR_EXT made): C makes that node the manager's (or answers EBUSY/EPERM first), Rust refuses it with EINVAL before any other check",
         kind: Kind::Finding("0011-manager-ext-cookie"),
@@ -587,6 +593,20 @@ pub struct Aftermath {
     exited_callers: Vec<Pid>,
     /// Whether a process has exited so far.
     anyone_exited: bool,
+    /// Finding 0022: the nodes, by owner and pointer, sent by a call from
+    /// a thread that then read no `BR_INCREFS` of the node in either driver
+    /// (the node's first-reference work waits on that thread's list,
+    /// deferred: binder.c:854-855, thread.rs:359-361), with the thread.
+    deferred_on_caller: Vec<(NodeKey, idpool::driver::Tid)>,
+    /// Finding 0022: those nodes that another thread of the owner then sent
+    /// strong and read the node's `BR_INCREFS` in both drivers: C moved
+    /// the node's work to that thread (`binder_dequeue_work_ilocked`,
+    /// binder.c:843-850), Rust delivered a `NodeWrapper` there
+    /// (node.rs:451-459, 466-481) and left the `Node` itself queued, marked
+    /// pushed, on the caller's list (wrapper.rs:52-57), so that its later
+    /// decrements push nothing (`should_normal_push`, node.rs:415, 82-84)
+    /// until the caller reads its list.
+    stale_node_work: Vec<NodeKey>,
     /// Finding 0019: the steps, by index, at which each driver refused a
     /// call for its own reason: C's caller read `BR_DEAD_REPLY` (C looks
     /// the target up first; `binder_get_node_refs_for_txn` finds no
@@ -677,6 +697,7 @@ impl Aftermath {
         {
             self.refused_two_ways.push(i);
         }
+        self.follow_node_work(step, c_obs, rust_obs);
         if let Some(ptr) = manager_call_ptr(step) {
             if refused(c) && refused(rust) && !self.refused.contains(&(step.pid, ptr)) {
                 self.refused.push((step.pid, ptr));
@@ -722,6 +743,52 @@ impl Aftermath {
         }
     }
 
+    /// Finding 0022's two steps, each keyed on what both drivers showed:
+    /// a call sending a node whose sender read no `BR_INCREFS` of it, then
+    /// another thread of the owner sending it strong and reading its
+    /// `BR_INCREFS` in both drivers.
+    fn follow_node_work(&mut self, step: &Step, c_obs: &Observed, rust_obs: &Observed) {
+        let (payload, call) = match &step.command {
+            Command::Call { payload, .. } => (payload, true),
+            Command::Send { payload, .. } | Command::Reply(payload) => (payload, false),
+            _ => return,
+        };
+        let read_incref = |o: &Observed, ptr: u64| {
+            o.reads.get(step.pid.index()).is_some_and(|r| {
+                r.iter()
+                    .any(|r| r.tid == step.tid && r.br == Br::IncRefs(ptr))
+            })
+        };
+        let both_read = |ptr| read_incref(c_obs, ptr) && read_incref(rust_obs, ptr);
+        let neither_read = |ptr| !read_incref(c_obs, ptr) && !read_incref(rust_obs, ptr);
+        for object in payload.objects.iter().flat_map(|o| o.expand()) {
+            let idpool::driver::Object::Node { ptr, strong } = object else {
+                continue;
+            };
+            let key = (step.pid, ptr);
+            let waiting_elsewhere = self
+                .deferred_on_caller
+                .iter()
+                .any(|&(k, t)| k == key && t != step.tid);
+            if strong && waiting_elsewhere && both_read(ptr) {
+                if !self.stale_node_work.contains(&key) {
+                    self.stale_node_work.push(key);
+                }
+            } else if call && neither_read(ptr) && !self.sent.contains(&key) {
+                self.deferred_on_caller.push((key, step.tid));
+            }
+        }
+    }
+
+    /// Finding 0022's symptom, in the owner of a node whose work Rust left
+    /// on a waiting caller's list: one driver reads what the other reads
+    /// and more, the more being only `BR_DECREFS`/`BR_RELEASE` of such a
+    /// node (C at the decrement, Rust when the caller reads its list).
+    fn stale_node_decrement(&self, pid: Pid, c: &[Read], rust: &[Read]) -> bool {
+        let stale = |br: &Br| matches!(br, Br::DecRefs(p) | Br::Release(p) if self.stale_node_work.contains(&(pid, *p)));
+        only_more(rust, c, stale) || only_more(c, rust, stale)
+    }
+
     /// The rule a difference at step `i`, `step`, follows from, if an
     /// earlier step (or what [`Aftermath::follow`] saw of this one)
     /// explains it.
@@ -763,6 +830,8 @@ impl Aftermath {
                     Some(rule("failed-set-manager"))
                 } else if self.moved_node_work(pid, c, rust) {
                     Some(rule("thread-exit-node-work"))
+                } else if self.stale_node_decrement(pid, c, rust) {
+                    Some(rule("stale-node-work"))
                 } else if self.dead_node_notification_read_later(step, pid, c, rust) {
                     Some(rule("freeze-notify-dead-node"))
                 } else if self.call_to_exited_caller(step, pid, c, rust) {
@@ -1314,6 +1383,54 @@ mod tests {
             (named(1), named(2), named(3)),
             (None, None, Some("manager-task"))
         );
+    }
+
+    /// Finding 0022 is named only where a node's first-reference work
+    /// waits on a calling thread and another thread of the owner then
+    /// sends the node strong and reads that work: with the first send
+    /// one-way (its sender reads the `BR_INCREFS` at once), or with both
+    /// sends from the waiting thread, both drivers read `BR_RELEASE` and
+    /// `BR_DECREFS` at the last free; a `BR_DECREFS` read by one driver
+    /// only is not this rule unless both drivers showed those two steps.
+    /// The campaign's trace stops first at finding 0008's extended error
+    /// (its second call fails), and runs through to the end with its
+    /// missing `BR_DECREFS` explained.
+    #[test]
+    fn stale_node_work_needs_the_work_read_by_another_thread() {
+        let program = |first: &str, second: &str| {
+            format!(
+                "procs 0 0 1000\np0 set-manager\np0.t1 enter-looper\n{first}\n{second}\np0.t1 free\np0.t1 free"
+            )
+        };
+        let s = stops_at(&program("p2.t2 call 0 weak-node 3", "p2.t1 send 0 node 3"));
+        assert!(
+            s.as_deref()
+                .is_some_and(|s| s.starts_with("binder_commands/stale-node-work:")),
+            "{s:?}"
+        );
+        let one_way = program("p2.t2 send 0 weak-node 3", "p2.t1 send 0 node 3");
+        let same_thread = program("p2.t2 call 0 weak-node 3", "p2.t2 send 0 node 3");
+        let campaign_one_way = "procs 0 0 1000\np0 set-manager\np2.t2 send 0 weak-node 3\np2.t1 call 0 node 3 handle 2\np0.t1 free";
+        let campaign_same = "procs 0 0 1000\np0 set-manager\np2.t2 call 0 weak-node 3\np2.t2 call 0 node 3 handle 2\np0.t1 free";
+        for control in [
+            one_way.as_str(),
+            &same_thread,
+            campaign_one_way,
+            campaign_same,
+        ] {
+            let s = stops_at(control);
+            assert!(
+                s.as_deref().is_none_or(|s| !s.contains("stale-node-work")),
+                "{control}: {s:?}"
+            );
+        }
+        let campaign = "procs 0 0 1000\np0 set-manager\np2.t2 call 0 weak-node 3\np2.t1 call 0 node 3 handle 2\np0.t1 free";
+        let s = stops_at(campaign).expect("a difference");
+        assert!(s.starts_with("binder_commands/extended-error:"), "{s}");
+        // The symptom alone, without the two steps: not explained.
+        let after = Aftermath::new(&Procs::parse(&["0", "0", "1000"]).expect("procs"));
+        let c = [Read::main(Br::Release(3)), Read::main(Br::DecRefs(3))];
+        assert!(!after.stale_node_decrement(Pid(2), &c, &[]));
     }
 
     #[test]
