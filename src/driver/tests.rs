@@ -2936,24 +2936,23 @@ const UPDATES_FROM_TWO_OPENS: &str = "procs 0 0 p0
      p1 free
      p1 free";
 
+/// How many transactions process `pid` read over `seen`.
+fn transactions_read(seen: &[Observed], pid: usize) -> usize {
+    let transaction = |r: &String| r.starts_with("transaction");
+    seen.iter()
+        .map(|o| reads(o, pid).iter().filter(|r| transaction(r)).count())
+        .sum()
+}
+
 #[test]
 fn c_binder_can_update_transaction_compares_the_senders_pids() {
     // binder_can_update_transaction, binder.c:2803-2804:
     // `t1->buffer->pid == t2->buffer->pid`, each `current->tgid`
     // (binder_alloc.c:689): p2's transaction replaces p0's.
     let run = c(UPDATES_FROM_TWO_OPENS);
-    let delivered: usize = run
-        .seen
-        .iter()
-        .map(|o| {
-            reads(o, 1)
-                .iter()
-                .filter(|r| r.starts_with("transaction"))
-                .count()
-        })
-        .sum();
     assert_eq!(
-        delivered, 2,
+        transactions_read(&run.seen, 1),
+        2,
         "the first waits for no buffer, the other two are one: {:?}",
         run.seen
     );
@@ -2964,18 +2963,9 @@ fn rust_can_replace_compares_the_senders_tasks() {
     // Transaction::can_replace, transaction.rs:425:
     // `self.from.process.task.pid() != old.from.process.task.pid()`.
     let run = rust(UPDATES_FROM_TWO_OPENS);
-    let delivered: usize = run
-        .seen
-        .iter()
-        .map(|o| {
-            reads(o, 1)
-                .iter()
-                .filter(|r| r.starts_with("transaction"))
-                .count()
-        })
-        .sum();
     assert_eq!(
-        delivered, 2,
+        transactions_read(&run.seen, 1),
+        2,
         "the first waits for no buffer, the other two are one: {:?}",
         run.seen
     );

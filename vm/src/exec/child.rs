@@ -89,10 +89,13 @@ struct Proc {
 /// `__nptl_setxid`); each serving thread checks its own euid before its
 /// first answer, so a libc that did not would stop the trace rather than
 /// run it with the wrong euid.
+/// What tells another open's serving thread to go on (or why not).
+type Go = mpsc::Sender<Result<(), String>>;
+
 pub(super) fn task_main(socks: Vec<UnixStream>, device: &str, euid: u32) -> ! {
     let mut socks = socks.into_iter();
     let first = socks.next().expect("a task opens the device at least once");
-    let mut opened: Vec<(mpsc::Sender<Result<(), String>>, JoinHandle<()>)> = Vec::new();
+    let mut opened: Vec<(Go, JoinHandle<()>)> = Vec::new();
     let mut setup = Proc::open(device).map(Some);
     if setup.is_ok() {
         for (i, sock) in socks.enumerate() {
