@@ -1267,6 +1267,17 @@ impl Procs {
             .filter(move |&p| self.task(p) == task)
     }
 
+    /// Whether `a` and `b` were opened by one task (one pid).
+    pub fn same_task(&self, a: Pid, b: Pid) -> bool {
+        self.task(a) == self.task(b)
+    }
+
+    /// How many of the processes `pid`'s task opened `alive` keeps: the
+    /// Binder processes a lookup of the pid finds.
+    pub fn opens_alive(&self, pid: Pid, alive: impl Fn(Pid) -> bool) -> usize {
+        self.of_task(pid).filter(|&p| alive(p)).count()
+    }
+
     /// Whether some task opened the device more than once.
     pub fn shares_a_task(&self) -> bool {
         self.tasks.iter().enumerate().any(|(i, t)| t.index() != i)

@@ -533,9 +533,8 @@ fn manager_call_ptr(step: &Step) -> Option<u64> {
 /// the known differences whose symptom can surface after their cause.
 #[derive(Clone, Debug, Default)]
 pub struct Aftermath {
-    /// Each process's task, named by its first process (empty: a task
-    /// each).
-    tasks: Vec<Pid>,
+    /// The program's processes (`None`: each its own task).
+    procs: Option<Procs>,
     /// The processes that have exited.
     gone: Vec<Pid>,
     /// The process whose node C took as the context manager's last (its
@@ -635,22 +634,19 @@ impl Aftermath {
     /// Nothing seen yet, for a program of these processes.
     pub fn new(procs: &Procs) -> Aftermath {
         Aftermath {
-            tasks: procs.tasks.clone(),
+            procs: Some(procs.clone()),
             ..Aftermath::default()
         }
     }
 
-    fn task(&self, pid: Pid) -> Pid {
-        self.tasks.get(pid.index()).copied().unwrap_or(pid)
+    fn same_task(&self, a: Pid, b: Pid) -> bool {
+        self.procs.as_ref().map_or(a == b, |p| p.same_task(a, b))
     }
 
     /// How many living processes have `pid`'s task (its pid).
     fn live_opens(&self, pid: Pid) -> usize {
-        let procs = self.tasks.len() as u8;
-        (0..procs)
-            .map(Pid)
-            .filter(|&q| self.task(q) == self.task(pid) && !self.gone.contains(&q))
-            .count()
+        let alive = |q: Pid| !self.gone.contains(&q);
+        self.procs.as_ref().map_or(1, |p| p.opens_alive(pid, alive))
     }
 
     /// Notes what step `i`, `step`, with what each driver showed, leaves
@@ -674,7 +670,7 @@ impl Aftermath {
         // manager's own process.
         let manager_sibling = self
             .manager
-            .is_some_and(|m| m != step.pid && self.task(m) == self.task(step.pid));
+            .is_some_and(|m| m != step.pid && self.same_task(m, step.pid));
         if matches!(
             step.command,
             Command::Send { to: 0, .. } | Command::Call { to: 0, .. }

@@ -424,9 +424,8 @@ pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<Cell>) {
 /// context manager, and the calls each thread owes a reply.
 #[derive(Debug, Default)]
 pub struct Follow {
-    /// Each process's task, named by its first process (empty: a task
-    /// each).
-    tasks: Vec<Pid>,
+    /// The program's processes (`None`: each its own task).
+    procs: Option<idpool::driver::Procs>,
     /// The process that registered last, if any.
     manager: Option<Pid>,
     /// Per thread, the callers of the calls it read and has not answered,
@@ -438,21 +437,21 @@ impl Follow {
     /// Nothing followed yet, for a program of these processes.
     pub fn new(procs: &idpool::driver::Procs) -> Follow {
         Follow {
-            tasks: procs.tasks.clone(),
+            procs: Some(procs.clone()),
             ..Follow::default()
         }
     }
 
-    fn task(&self, pid: Pid) -> Pid {
-        self.tasks.get(pid.index()).copied().unwrap_or(pid)
+    fn same_task(&self, a: Pid, b: Pid) -> bool {
+        self.procs.as_ref().map_or(a == b, |p| p.same_task(a, b))
     }
 
     /// Whether more than one living process has `pid`'s task.
     fn shared_pid(&self, state: &Snapshot, pid: Pid) -> bool {
-        let live = (0..state.procs.len() as u8)
-            .map(Pid)
-            .filter(|&q| self.task(q) == self.task(pid) && Self::alive(state, q));
-        live.count() > 1
+        let alive = |q: Pid| Self::alive(state, q);
+        self.procs
+            .as_ref()
+            .is_some_and(|p| p.opens_alive(pid, alive) > 1)
     }
     /// Classifies the steps of one group (`observed`, in the order they
     /// finished) against `before`, the Rust driver's state when the group
@@ -477,7 +476,7 @@ impl Follow {
             Rel::Dead
         } else if pid == sender {
             Rel::Own
-        } else if self.task(pid) == self.task(sender) {
+        } else if self.same_task(pid, sender) {
             Rel::Sibling
         } else if self.manager == Some(pid) {
             Rel::Manager
